@@ -1,0 +1,31 @@
+import type { Request, Response } from 'express';
+import type { Scope } from '../../domain/scope.ts';
+
+export type Format = 'json' | 'xml';
+
+export interface AuthContext extends Scope {
+  keyId: string;
+  keyType: 'live' | 'test' | 'restricted';
+  permissions: string[];
+  tier: 'standard' | 'premium';
+}
+
+/** Per-request state the pipeline steps share, kept on `res.locals`. */
+export interface RequestState {
+  requestId: string;
+  startedAt: bigint;
+  format: Format;
+  auth?: AuthContext;
+  /** Set by the idempotency step: persists the response before it is written. */
+  beforeSend?: (status: number, headers: Record<string, string>, body: Buffer) => Promise<void>;
+  /** Set by admission: releases the concurrency slot once the response is done. */
+  release?: () => void;
+}
+
+export function state(res: Response): RequestState {
+  return res.locals as RequestState;
+}
+
+export function requestState(req: Request): RequestState {
+  return state(req.res!);
+}

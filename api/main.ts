@@ -1,0 +1,21 @@
+/** Production entry point of the API: `node dist/api/main.js`. */
+import { createOrm } from '../db/orm.ts';
+import { loadConfigOrExit } from '../platform/config.ts';
+import { createLogger } from '../platform/logger.ts';
+import { onShutdown, requireSetting } from '../platform/process.ts';
+import { createTemporalHandle } from '../platform/temporal.ts';
+import { startApiServer } from './server.ts';
+
+const config = loadConfigOrExit();
+const logger = createLogger(config.LOG_LEVEL, { service: 'api' });
+const orm = await createOrm({ url: requireSetting(config, 'DATABASE_URL'), poolMax: config.DATABASE_POOL_MAX });
+const temporal = createTemporalHandle({
+  address: requireSetting(config, 'TEMPORAL_ADDRESS'), namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX,
+});
+const api = await startApiServer({ config, orm, temporal, logger, port: config.PORT, host: config.HOST });
+logger.info('api listening', { url: api.url });
+onShutdown(logger, async () => {
+  await api.close();
+  await temporal.close();
+  await orm.close();
+});

@@ -1,0 +1,8 @@
+import { Account, ApiKey } from '../domain/accounts/entities.ts';
+import { Customer } from '../domain/customers/entities.ts';
+import { DomainEvent } from '../domain/events/entities.ts';
+import { IdempotencyRecord } from '../domain/idempotency/entities.ts';
+import { ApiKeyDailyUsage, RequestLog } from '../domain/requests/entities.ts';
+
+/** Every entity the ORM knows; each area adds its own here. */
+export const entities = [Account, ApiKey, Customer, DomainEvent, IdempotencyRecord, RequestLog, ApiKeyDailyUsage];

@@ -1,0 +1,37 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { scopeFilter } from '../scope.ts';
+
+export const CUSTOMER_TYPES = ['b2b', 'b2c', 'b2g'] as const;
+export type CustomerType = (typeof CUSTOMER_TYPES)[number];
+
+export interface Company {
+  name?: string;
+  industry?: string;
+  size?: string;
+  annual_revenue?: number;
+}
+
+export const Customer = defineEntity({
+  name: 'Customer',
+  tableName: 'customers',
+  filters: scopeFilter,
+  properties: {
+    id: p.string().primary(),
+    accountId: p.string(),
+    livemode: p.boolean(),
+    email: p.text().nullable(),
+    firstName: p.text().nullable(),
+    lastName: p.text().nullable(),
+    /** Display name: the quick-start `name`, or first and last name joined. */
+    name: p.text().nullable(),
+    customerType: p.enum(CUSTOMER_TYPES).nullable(),
+    company: p.json<Company>().nullable(),
+    segments: p.array().$type<string[]>(),
+    customFields: p.json<Record<string, unknown>>(),
+    metadata: p.json<Record<string, string>>(),
+    version: p.integer().version(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+  },
+});
+export type Customer = InferEntity<typeof Customer>;

@@ -1,0 +1,37 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { MikroORM } from '@mikro-orm/postgresql';
+
+/**
+ * Every business record belongs to one account and one mode (live or test). The `scope` filter,
+ * on by default for every scoped entity, adds `account_id = ? AND livemode = ?` to each query,
+ * and `scopedEm` is the only way request and activity code gets an EntityManager for business
+ * data, so no handler has to remember the condition. A scoped query without scope parameters fails.
+ */
+export interface Scope {
+  accountId: string;
+  livemode: boolean;
+}
+
+export const SCOPE_FILTER = 'scope';
+
+export const scopeFilter = {
+  [SCOPE_FILTER]: {
+    name: SCOPE_FILTER,
+    cond: (args: Record<string, unknown>) => ({ accountId: args.accountId, livemode: args.livemode }),
+    default: true,
+    args: true,
+    strict: true,
+  },
+};
+
+/** A fresh EntityManager (own identity map) whose queries are confined to `scope`. */
+export function scopedEm(orm: MikroORM, scope: Scope): EntityManager {
+  const em = orm.em.fork();
+  em.setFilterParams(SCOPE_FILTER, { accountId: scope.accountId, livemode: scope.livemode });
+  return em;
+}
+
+/** Columns every scoped record carries, for `em.create`. */
+export function scopeColumns(scope: Scope): { accountId: string; livemode: boolean } {
+  return { accountId: scope.accountId, livemode: scope.livemode };
+}

@@ -1,0 +1,72 @@
+import { z } from 'zod';
+
+/**
+ * Every setting the platform reads from the environment, validated once at start.
+ * A bad value stops the process with one line per bad variable (see `loadConfig`).
+ */
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'expected true or false' })
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+
+const schema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: port.default(3000),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'expected a postgres:// connection URL')
+    .optional(),
+  DATABASE_POOL_MAX: positiveInt.default(20),
+  TEMPORAL_ADDRESS: z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port, e.g. 127.0.0.1:7233').optional(),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_UI_PORT: port.default(8233),
+  TEMPORAL_UI_URL: z.url().optional(),
+  /** Prepended to every task queue name; lets test files and tenants share one Temporal server. */
+  TASK_QUEUE_PREFIX: z.string().default(''),
+  ADMIN_TOKEN: z.string().min(16, 'use at least 16 characters').optional(),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  PUBLIC_BASE_URL: z.url().optional(),
+  RATE_LIMIT_PER_MINUTE: positiveInt.default(100),
+  RATE_LIMIT_PER_MINUTE_PREMIUM: positiveInt.default(5000),
+  RATE_LIMIT_PER_DAY: positiveInt.default(10_000),
+  RATE_LIMIT_CONCURRENCY: positiveInt.default(10),
+  REQUEST_LOG_FLUSH_MS: positiveInt.default(1000),
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+});
+
+export type Config = z.infer<typeof schema>;
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.problems = problems;
+  }
+}
+
+/** Parses the environment; throws a ConfigError naming every bad variable at once. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = schema.safeParse(present);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => {
+    const name = String(issue.path[0]);
+    return `${name}=${JSON.stringify(present[name] ?? '')}: ${issue.message}`;
+  });
+  throw new ConfigError(problems);
+}
+
+/** For process entry points: load the config or print the problems and exit. */
+export function loadConfigOrExit(env: Record<string, string | undefined> = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(78); // EX_CONFIG
+    }
+    throw err;
+  }
+}

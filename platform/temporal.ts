@@ -1,0 +1,71 @@
+import { Client, Connection } from '@temporalio/client';
+import { serviceUnavailable } from './errors.ts';
+
+/** The areas that own a task queue; each area's workflows and activities run on its own queue. */
+export const AREAS_WITH_QUEUES = ['platform'] as const;
+export type QueueArea = (typeof AREAS_WITH_QUEUES)[number];
+
+export interface TemporalHandle {
+  client: Client;
+  connection: Connection;
+  namespace: string;
+  taskQueue(area: QueueArea): string;
+  /** Throws 503 service_unavailable when Temporal cannot be reached (checked at most every 2 s). */
+  ensureAvailable(): Promise<void>;
+  /** Health of the server and whether a worker polls `area`'s queue (for /readyz). */
+  probe(area?: QueueArea): Promise<{ reachable: boolean; workerPolling: boolean }>;
+  close(): Promise<void>;
+}
+
+export function taskQueueName(prefix: string, area: QueueArea): string {
+  return `${prefix}${area}`;
+}
+
+/**
+ * One Temporal client per process. The connection is lazy: the API starts (and serves what does
+ * not need Temporal) while Temporal is down, and endpoints that need it answer 503 until it is back.
+ */
+export function createTemporalHandle(opts: { address: string; namespace: string; taskQueuePrefix: string }): TemporalHandle {
+  const connection = Connection.lazy({ address: opts.address, connectTimeout: '3s' });
+  const client = new Client({ connection, namespace: opts.namespace });
+  let lastCheck = 0;
+  let lastOk = false;
+
+  const reachable = async (): Promise<boolean> => {
+    try {
+      await connection.withDeadline(Date.now() + 2000, () => connection.healthService.check({}));
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  return {
+    client,
+    connection,
+    namespace: opts.namespace,
+    taskQueue: (area) => taskQueueName(opts.taskQueuePrefix, area),
+    async ensureAvailable() {
+      if (Date.now() - lastCheck > 2000 || !lastOk) {
+        lastOk = await reachable();
+        lastCheck = Date.now();
+      }
+      if (!lastOk) throw serviceUnavailable('The workflow engine (Temporal)');
+    },
+    async probe(area = 'platform') {
+      if (!(await reachable())) return { reachable: false, workerPolling: false };
+      try {
+        const res = await connection.withDeadline(Date.now() + 2000, () =>
+          connection.workflowService.describeTaskQueue({
+            namespace: opts.namespace,
+            taskQueue: { name: taskQueueName(opts.taskQueuePrefix, area) },
+            taskQueueType: 1, // TASK_QUEUE_TYPE_WORKFLOW
+          }));
+        return { reachable: true, workerPolling: (res.pollers?.length ?? 0) > 0 };
+      } catch {
+        return { reachable: true, workerPolling: false };
+      }
+    },
+    close: () => connection.close(),
+  };
+}

@@ -1,0 +1,131 @@
+import { XMLParser } from 'fast-xml-parser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client } from '../support/http.ts';
+import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+
+let platform: TestPlatform;
+let http: ReturnType<typeof client>;
+let key: string;
+
+beforeAll(async () => {
+  platform = await startTestPlatform({ worker: true });
+  http = client(platform.url);
+  key = await platform.newKey();
+});
+afterAll(() => platform?.close());
+
+describe('the /v3 request pipeline', () => {
+  it('gives every response a Request-Id that problem documents repeat', async () => {
+    const res = await http('/v3/customers/cus_missing', { key });
+    expect(res.status).toBe(404);
+    expect(res.headers.get('request-id')).toMatch(/^req_/);
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+    expect(res.body).toMatchObject({
+      type: expect.stringContaining('/errors/not_found'), status: 404, code: 'not_found',
+      request_id: res.headers.get('request-id'), instance: '/v3/customers/cus_missing',
+    });
+    expect(res.body.suggestion).toEqual(expect.any(String));
+  });
+
+  it('reports every bad field at once, naming each', async () => {
+    const res = await http('/v3/customers', {
+      key,
+      body: { email: 'not-an-email', customer_type: 'b2x', segments: 'vip', company: { annual_revenue: -5 }, colour: 'red' },
+    });
+    expect(res.status).toBe(422);
+    expect(res.body.code).toBe('validation_failed');
+    const paths = res.body.errors.map((e: { path: string }) => e.path).sort();
+    expect(paths).toEqual(['colour', 'company.annual_revenue', 'customer_type', 'email', 'segments']);
+  });
+
+  it('rejects the old DD/MM/YYYY dates with a suggestion naming the ISO form', async () => {
+    const res = await http('/v3/customers?created_gte=14/03/2025', { key });
+    expect(res.status).toBe(422);
+    expect(res.body.errors[0]).toMatchObject({ path: 'created_gte' });
+    expect(res.body.errors[0].message).toContain('2025-03-14');
+  });
+
+  it('answers malformed JSON with 400', async () => {
+    const res = await http('/v3/customers', { key, method: 'POST', rawBody: '{"email": ', headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('invalid_json');
+  });
+
+  it('answers a non-JSON body with 415', async () => {
+    const res = await http('/v3/customers', { key, method: 'POST', rawBody: 'email=a@b.c', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(res.status).toBe(415);
+    expect(res.body.code).toBe('unsupported_media_type');
+  });
+
+  it('answers a body over 1 MiB with 413', async () => {
+    const res = await http('/v3/customers', { key, body: { name: 'x', custom_fields: { blob: 'x'.repeat(1024 * 1024) } } });
+    expect(res.status).toBe(413);
+    expect(res.body.code).toBe('payload_too_large');
+  });
+
+  it('answers an unsatisfiable Accept with 406', async () => {
+    const res = await http('/v3/customers', { key, headers: { accept: 'text/csv' } });
+    expect(res.status).toBe(406);
+  });
+
+  it('serves XML that parses to the same document as the JSON', async () => {
+    const created = await http('/v3/customers', {
+      key, body: { first_name: 'Zoë', last_name: "O'Brien & Sons", email: 'zoe@example.com', segments: ['vip', 'eu'], metadata: { 'order ref': '<42>' } },
+    });
+    expect(created.status).toBe(201);
+    const xml = await http(`/v3/customers/${created.body.id}`, { key, headers: { accept: 'application/xml' } });
+    expect(xml.status).toBe(200);
+    expect(xml.headers.get('content-type')).toContain('application/xml');
+    const parsed = new XMLParser({ ignoreAttributes: false, parseTagValue: false, isArray: (name) => name === 'item' }).parse(xml.text).customer;
+    expect(parsed.id).toBe(created.body.id);
+    expect(parsed.first_name).toBe('Zoë');
+    expect(parsed.last_name).toBe("O'Brien & Sons");
+    expect(parsed.livemode).toBe('false');
+    expect(parsed.segments.item).toEqual(['vip', 'eu']);
+    expect(parsed.metadata.entry).toMatchObject({ '@_key': 'order ref', '#text': '<42>' });
+    expect(parsed.company['@_nil']).toBe('true');
+    expect(parsed.created_at).toBe(created.body.created_at);
+  });
+
+  it('suggests the nearest route for an unknown path', async () => {
+    const res = await http('/v3/custmers', { key });
+    expect(res.status).toBe(404);
+    expect(res.body.code).toBe('route_not_found');
+    expect(res.body.suggestion).toContain('/v3/customers');
+  });
+
+  it('answers a wrong method with 405 and Allow', async () => {
+    const res = await http('/v3/customers/cus_1', { key, method: 'DELETE' });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('GET, PATCH');
+  });
+
+  it('answers /v2 with 410 pointing to /v3', async () => {
+    const res = await http('/v2/customers');
+    expect(res.status).toBe(410);
+    expect(res.body.suggestion).toContain('/v3/customers');
+    expect(res.headers.get('link')).toContain('</v3/customers>; rel="successor-version"');
+  });
+
+  it('reports liveness and readiness (database, Temporal, a polling worker)', async () => {
+    expect((await http('/healthz')).status).toBe(200);
+    let ready = await http('/readyz');
+    for (let i = 0; i < 20 && ready.status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      ready = await http('/readyz');
+    }
+    expect(ready.status).toBe(200);
+    expect(ready.body.checks).toEqual({ postgres: true, temporal: true, worker_polling: true });
+  });
+
+  it('logs requests per key for the dashboard without slowing them', async () => {
+    await platform.api.deps.requestLog.flush();
+    const rows = await platform.sql<{ requests: number; errors: number }>('select requests, errors from api_key_daily_usage');
+    expect(await platform.sql('select 1 from api_keys where last_used_at is not null')).toHaveLength(1);
+    expect(rows.length).toBe(1);
+    // 415, 406 and unknown routes are answered before authentication, so they belong to no key.
+    expect(rows[0]).toEqual({ requests: 7, errors: 5 });
+    const logged = await platform.sql<{ path: string }>("select path from request_logs where path = '/v3/custmers'");
+    expect(logged.length).toBe(1);
+  });
+});

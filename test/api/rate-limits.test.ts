@@ -1,0 +1,116 @@
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client } from '../support/http.ts';
+import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+
+let platform: TestPlatform;
+let http: ReturnType<typeof client>;
+
+beforeAll(async () => {
+  platform = await startTestPlatform();
+  http = client(platform.url);
+});
+afterAll(() => platform?.close());
+
+/** Fixed one-minute windows: start a burst early in a minute so it cannot straddle two. */
+async function freshMinute(): Promise<void> {
+  const into = Date.now() % 60_000;
+  if (into > 40_000) await new Promise((r) => setTimeout(r, 60_000 - into + 200));
+}
+
+describe('rate limits', () => {
+  it('refuses the 101st request in a minute with 429 and Retry-After, counting down on the way', async () => {
+    const key = await platform.newKey();
+    await freshMinute();
+    const remaining: number[] = [];
+    for (let i = 0; i < 100; i++) {
+      const res = await http('/v3/customers?limit=1', { key });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-ratelimit-limit')).toBe('100');
+      remaining.push(Number(res.headers.get('x-ratelimit-remaining')));
+    }
+    expect(remaining).toEqual(Array.from({ length: 100 }, (_, i) => 99 - i));
+    const reset = Number((await http('/v3/customers?limit=1', { key })).headers.get('x-ratelimit-reset'));
+
+    const limited = await http('/v3/customers?limit=1', { key });
+    expect(limited.status).toBe(429);
+    expect(limited.body.code).toBe('rate_limited');
+    expect(limited.body.detail).toContain('minute');
+    const retryAfter = Number(limited.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');
+    expect(Number(limited.headers.get('x-ratelimit-reset'))).toBe(reset);
+    expect(reset % 60).toBe(0);
+    expect(Math.abs(reset - Math.floor(Date.now() / 1000) - retryAfter)).toBeLessThanOrEqual(1);
+    expect(limited.headers.get('ratelimit-policy')).toBe('"minute";q=100;w=60, "day";q=10000;w=86400, "concurrency";q=10');
+    expect(limited.headers.get('ratelimit')).toMatch(/^"minute";r=0;t=\d+, "day";r=9898;t=\d+, "concurrency";r=\d+$/);
+  });
+
+  it('holds the limit across two API processes on one database: 100 a minute, not 200', async () => {
+    const key = await platform.newKey();
+    const second = await platform.startSecondApi();
+    const http2 = client(second.url);
+    await freshMinute();
+    // Batches of 8 alternate between the processes, staying under the concurrency limit of 10,
+    // so only the minute limit can refuse a request.
+    const statuses: number[] = [];
+    for (let batch = 0; batch < 15; batch++) {
+      statuses.push(...(await Promise.all(
+        Array.from({ length: 8 }, (_, i) => (i % 2 ? http2 : http)('/v3/customers?limit=1', { key }).then((r) => r.status)),
+      )));
+    }
+    expect(statuses.filter((s) => s === 200)).toHaveLength(100);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(20);
+    const after = await http('/v3/customers?limit=1', { key });
+    expect(after.status).toBe(429);
+    expect(after.body.code).toBe('rate_limited');
+  });
+
+  it('gives premium accounts 5,000 a minute', async () => {
+    const key = await platform.newKey({ accountId: await platform.newAccount('premium') });
+    await freshMinute();
+    for (let i = 0; i < 120; i++) expect((await http('/v3/customers?limit=1', { key })).status).toBe(200);
+    const res = await http('/v3/customers?limit=1', { key });
+    expect(res.headers.get('x-ratelimit-limit')).toBe('5000');
+    expect(res.headers.get('x-ratelimit-remaining')).toBe(String(5000 - 121));
+  });
+
+  it('refuses the 11th concurrent request with concurrency_limited', async () => {
+    const key = await platform.newKey();
+    const url = new URL(platform.url);
+    const body = JSON.stringify({ name: 'Slow Sender' });
+    // Ten requests whose bodies are still arriving: each holds its slot.
+    const pending = Array.from({ length: 10 }, () => {
+      const req = request({
+        host: url.hostname, port: url.port, path: '/v3/customers', method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      });
+      const done = new Promise<number>((resolve, reject) => {
+        req.on('response', (res) => { res.resume(); resolve(res.statusCode!); });
+        req.on('error', reject);
+      });
+      req.write(body.slice(0, 5));
+      return { req, done };
+    });
+    for (let i = 0; i < 100; i++) {
+      const [row] = await platform.sql<{ n: string }>('select count(*) as n from concurrency_leases');
+      if (Number(row!.n) === 10) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const eleventh = await http('/v3/customers', { key });
+    expect(eleventh.status).toBe(429);
+    expect(eleventh.body.code).toBe('concurrency_limited');
+    expect(eleventh.headers.get('retry-after')).toBe('1');
+
+    for (const p of pending) p.req.end(body.slice(5));
+    expect(await Promise.all(pending.map((p) => p.done))).toEqual(Array(10).fill(201));
+    // Slots are released once responses are done.
+    for (let i = 0; i < 50; i++) {
+      const [row] = await platform.sql<{ n: string }>('select count(*) as n from concurrency_leases');
+      if (Number(row!.n) === 0) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect((await http('/v3/customers', { key })).status).toBe(200);
+  });
+});

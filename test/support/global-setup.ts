@@ -1,0 +1,69 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { createOrm, migrate } from '../../db/orm.ts';
+import { buildWorkflowBundle } from '../../worker/worker.ts';
+import { withDatabase } from './db-url.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    adminDbUrl: string;
+    templateDb: string;
+    temporalAddress: string;
+    bundlePath: string;
+  }
+}
+
+/**
+ * Once per run: a PostgreSQL server (TEST_DATABASE_URL, else an embedded one), a migrated
+ * template database every test file clones, a real Temporal dev server (TEMPORAL_ADDRESS, else
+ * one started here) and the workflow bundle, built once.
+ */
+export default async function setup(project: TestProject) {
+  const stops: (() => Promise<void>)[] = [];
+  const work = mkdtempSync(join(tmpdir(), 'bp-test-'));
+
+  let adminDbUrl = process.env.TEST_DATABASE_URL;
+  if (!adminDbUrl) {
+    const { startEmbeddedPostgres } = await import('../../platform/embedded-postgres.ts');
+    const local = await startEmbeddedPostgres({ dataDir: join(work, 'pg'), persistent: false });
+    stops.push(local.stop);
+    adminDbUrl = local.url;
+  }
+
+  const templateDb = `bp_template_${process.pid}`;
+  const admin = new pg.Client({ connectionString: adminDbUrl });
+  await admin.connect();
+  await admin.query(`drop database if exists ${templateDb}`);
+  await admin.query(`create database ${templateDb}`);
+  const orm = await createOrm({ url: withDatabase(adminDbUrl, templateDb), poolMax: 2 });
+  await migrate(orm);
+  await orm.close(true);
+  stops.push(async () => {
+    await admin.query(`drop database if exists ${templateDb} with (force)`);
+    await admin.end();
+  });
+
+  let temporalAddress = process.env.TEMPORAL_ADDRESS;
+  if (!temporalAddress) {
+    const { startTemporalDevServer } = await import('../../platform/temporal-dev-server.ts');
+    const server = await startTemporalDevServer({ uiPort: null, logFile: join(work, 'temporal.log') });
+    stops.push(server.stop);
+    temporalAddress = server.address;
+  }
+
+  const bundlePath = join(work, 'workflow-bundle.js');
+  writeFileSync(bundlePath, (await buildWorkflowBundle()).code);
+
+  project.provide('adminDbUrl', adminDbUrl);
+  project.provide('templateDb', templateDb);
+  project.provide('temporalAddress', temporalAddress);
+  project.provide('bundlePath', bundlePath);
+
+  return async () => {
+    for (const stop of stops.reverse()) await stop().catch((err: unknown) => console.error('teardown:', err));
+    rmSync(work, { recursive: true, force: true });
+  };
+}

@@ -1,0 +1,101 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { startApiServer, type RunningApi } from '../../api/server.ts';
+import { createOrm, type MikroORM } from '../../db/orm.ts';
+import { createAccount, createKey, type CreateKeyInput } from '../../domain/accounts/service.ts';
+import { loadConfig, type Config } from '../../platform/config.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { createTemporalHandle, type TemporalHandle } from '../../platform/temporal.ts';
+import { startWorkers, type RunningWorkers } from '../../worker/worker.ts';
+import { withDatabase } from './db-url.ts';
+
+export interface TestPlatform {
+  url: string;
+  dbUrl: string;
+  orm: MikroORM;
+  temporal: TemporalHandle;
+  config: Config;
+  taskQueuePrefix: string;
+  api: RunningApi;
+  /** A second API process on the same database (its own ORM and pool). */
+  startSecondApi(): Promise<RunningApi>;
+  newAccount(tier?: 'standard' | 'premium'): Promise<string>;
+  newKey(input?: Partial<CreateKeyInput>): Promise<string>;
+  sql<T extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
+  close(): Promise<void>;
+}
+
+/**
+ * Everything a test file needs, isolated: its own database cloned from the migrated template,
+ * its own task queues on the shared Temporal server, an API on a free port and (optionally) a
+ * worker.
+ */
+export async function startTestPlatform(opts: { env?: Record<string, string>; worker?: boolean } = {}): Promise<TestPlatform> {
+  const adminUrl = inject('adminDbUrl');
+  const database = `bp_t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await admin.query(`create database ${database} template ${inject('templateDb')}`);
+      break;
+    } catch (err) {
+      // Two files cloning the template at the same instant: retry shortly.
+      if (attempt > 20 || !/being accessed by other users/.test((err as Error).message)) throw err;
+      await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
+    }
+  }
+  const dbUrl = withDatabase(adminUrl, database);
+  const taskQueuePrefix = `${database}-`;
+  const config = loadConfig({
+    LOG_LEVEL: 'warn', DATABASE_URL: dbUrl, TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TASK_QUEUE_PREFIX: taskQueuePrefix, ADMIN_TOKEN: 'test-admin-token-0123456789', REQUEST_LOG_FLUSH_MS: '100',
+    ...opts.env,
+  });
+  const logger = createLogger(config.LOG_LEVEL);
+  const orm = await createOrm({ url: dbUrl, poolMax: 15 });
+  const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix });
+  let workers: RunningWorkers | undefined;
+  if (opts.worker) {
+    workers = await startWorkers({
+      address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix, orm, logger,
+      bundle: { codePath: inject('bundlePath') },
+    });
+  }
+  const api = await startApiServer({ config, orm, temporal, logger, port: 0, host: '127.0.0.1' });
+  const extra: { api: RunningApi; orm: MikroORM }[] = [];
+  const defaultAccountId = (await createAccount(orm, { name: 'Test account' })).id;
+
+  return {
+    url: api.url, dbUrl, orm, temporal, config, taskQueuePrefix, api,
+    async startSecondApi() {
+      const orm2 = await createOrm({ url: dbUrl, poolMax: 10 });
+      const api2 = await startApiServer({ config, orm: orm2, temporal, logger, port: 0, host: '127.0.0.1' });
+      extra.push({ api: api2, orm: orm2 });
+      return api2;
+    },
+    async newAccount(tier = 'standard') {
+      return (await createAccount(orm, { name: `Account ${randomBytes(3).toString('hex')}`, tier })).id;
+    },
+    async newKey(input = {}) {
+      const key = await createKey(orm, { name: 'test key', type: 'test', accountId: defaultAccountId, ...input });
+      return key.secret;
+    },
+    async sql(text, values) {
+      return (await orm.em.getConnection().getNativeClient().then((p) => p.query(text, values))).rows;
+    },
+    async close() {
+      for (const e of extra) {
+        await e.api.close();
+        await e.orm.close();
+      }
+      await api.close();
+      await workers?.shutdown();
+      await temporal.close();
+      await orm.close(true);
+      await admin.query(`drop database if exists ${database} with (force)`);
+      await admin.end();
+    },
+  };
+}

@@ -1,0 +1,2 @@
+/** The only `workflowsPath`: every workflow the worker runs is exported here. */
+export { housekeepingWorkflow } from './platform/housekeeping.ts';
