@@ -10,6 +10,17 @@ export const ID_PREFIX = {
   customer: 'cus',
   event: 'evt',
   request: 'req',
+  store: 'store',
+  product: 'prod',
+  warehouse: 'wh',
+  order: 'ord',
+  listing: 'lst',
+  interaction: 'int',
+  touchpoint: 'tp',
+  automationRule: 'arule',
+  automationRun: 'arun',
+  task: 'task',
+  message: 'msg',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

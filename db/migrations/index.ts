@@ -1,4 +1,7 @@
 import { Migration0001PlatformFoundation } from './0001-platform-foundation.ts';
+import { Migration0002CommerceCrm } from './0002-commerce-crm.ts';
 
 /** Checked-in migrations in order. Each new migration file is added to the end of this list. */
-export const migrations = [{ name: '0001-platform-foundation', class: Migration0001PlatformFoundation }];
+export const migrations = [{ name: '0001-platform-foundation', class: Migration0001PlatformFoundation },
+  { name: '0002-commerce-crm', class: Migration0002CommerceCrm },
+];
