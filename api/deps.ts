@@ -1,5 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Pool } from 'pg';
+import type { LeaseReleaser } from './http/admission.ts';
 import type { RequestLogBuffer } from '../domain/requests/log-buffer.ts';
 import type { Config } from '../platform/config.ts';
 import type { Logger } from '../platform/logger.ts';
@@ -14,4 +15,6 @@ export interface AppDeps {
   temporal: TemporalHandle;
   logger: Logger;
   requestLog: RequestLogBuffer;
+  /** Releases the concurrency slots of finished requests. */
+  leases: LeaseReleaser;
 }

@@ -6,6 +6,7 @@ import type { Config } from '../platform/config.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { TemporalHandle } from '../platform/temporal.ts';
 import { createApp } from './app.ts';
+import { LeaseReleaser } from './http/admission.ts';
 import type { AppDeps } from './deps.ts';
 
 export interface RunningApi {
@@ -26,6 +27,7 @@ export async function startApiServer(opts: {
     temporal: opts.temporal,
     logger: opts.logger,
     requestLog: new RequestLogBuffer(pool, opts.logger, opts.config.REQUEST_LOG_FLUSH_MS),
+    leases: new LeaseReleaser(pool, (err) => opts.logger.warn('concurrency leases not released', { error: err.message })),
   };
   const app = createApp(deps);
   const server: Server = await new Promise((resolve, reject) => {
@@ -44,7 +46,7 @@ export async function startApiServer(opts: {
         server.close(() => resolve());
         server.closeIdleConnections();
       });
-      await deps.requestLog.flush();
+      await Promise.all([deps.requestLog.flush(), deps.leases.flush()]);
     },
   };
 }

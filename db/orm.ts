@@ -15,7 +15,7 @@ export function ormConfig(opts: OrmOptions) {
     clientUrl: opts.url,
     entities,
     extensions: [Migrator],
-    migrations: { migrationsList: migrations, transactional: true, allOrNothing: true, snapshot: false },
+    migrations: { migrationsList: migrations, transactional: true, allOrNothing: true, snapshot: false, silent: true },
     pool: { min: 0, max: opts.poolMax ?? 20 },
     debug: opts.debug ?? false,
     // Entities are plain data to the API layer; never let a request lazily load across awaits.

@@ -1,4 +1,5 @@
 import type { Request, Response } from 'express';
+import type { Pool } from 'pg';
 import { randomUUID } from 'node:crypto';
 import { hashKey, isWellFormedKey } from '../../domain/accounts/keys.ts';
 import { allows, type Permission } from '../../domain/permissions.ts';
@@ -50,9 +51,9 @@ export async function admit(deps: AppDeps, req: Request, res: Response): Promise
   const leaseId = randomUUID();
   const { rows } = await deps.pool.query<AdmitRow>({
     name: 'bp_admit',
-    text: 'select * from bp_admit($1, $2, $3, $4, $5, $6, $7)',
-    values: [hashKey(match[1]!), leaseId, limits.RATE_LIMIT_PER_MINUTE, limits.RATE_LIMIT_PER_MINUTE_PREMIUM,
-      limits.RATE_LIMIT_PER_DAY, limits.RATE_LIMIT_CONCURRENCY, LEASE_SECONDS],
+    text: 'select * from bp_admit($1, $2, $3, $4, $5, $6, $7, $8)',
+    values: [hashKey(match[1]!), leaseId, deps.leases.take(), limits.RATE_LIMIT_PER_MINUTE,
+      limits.RATE_LIMIT_PER_MINUTE_PREMIUM, limits.RATE_LIMIT_PER_DAY, limits.RATE_LIMIT_CONCURRENCY, LEASE_SECONDS],
   });
   const row = rows[0]!;
   switch (row.outcome) {
@@ -69,14 +70,7 @@ export async function admit(deps: AppDeps, req: Request, res: Response): Promise
 
   if (row.outcome !== 'admitted') throw limited(row);
 
-  let released = false;
-  const release = () => {
-    if (released) return;
-    released = true;
-    deps.pool.query({ name: 'bp_release', text: 'delete from concurrency_leases where lease_id = $1', values: [leaseId] })
-      .catch((err: unknown) => deps.logger.warn('concurrency lease not released', { error: (err as Error).message }));
-  };
-  res.once('close', release);
+  res.once('close', () => deps.leases.release(leaseId));
   const auth: AuthContext = {
     keyId: row.key_id, accountId: row.account_id, livemode: row.livemode,
     keyType: row.key_type, permissions: row.permissions, tier: row.tier,
@@ -138,4 +132,44 @@ function limited(row: AdmitRow): ApiError {
     headers: { 'Retry-After': String(retryAfter) },
     extensions: { limit: minute ? 'minute' : 'day' },
   });
+}
+
+/**
+ * Concurrency slots of finished requests, released in bulk: the next admission carries them to
+ * the database in its own round trip, and a short timer releases them when no request follows.
+ */
+export class LeaseReleaser {
+  private pending: string[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private readonly pool: Pool;
+  private readonly onError: (err: Error) => void;
+  private readonly delayMs: number;
+
+  constructor(pool: Pool, onError: (err: Error) => void, delayMs = 50) {
+    this.pool = pool;
+    this.onError = onError;
+    this.delayMs = delayMs;
+  }
+
+  release(leaseId: string): void {
+    this.pending.push(leaseId);
+    this.timer ??= setTimeout(() => void this.flush(), this.delayMs).unref();
+  }
+
+  /** Hands the pending releases to an admission, which deletes them first. */
+  take(): string[] {
+    const taken = this.pending;
+    this.pending = [];
+    return taken;
+  }
+
+  async flush(): Promise<void> {
+    this.timer = null;
+    const ids = this.take();
+    if (!ids.length) return;
+    await this.pool.query('delete from concurrency_leases where lease_id = any($1)', [ids]).then(
+      () => undefined,
+      (err: Error) => this.onError(err),
+    );
+  }
 }

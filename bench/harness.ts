@@ -1,0 +1,158 @@
+import autocannon from 'autocannon';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { createOrm, migrate, type MikroORM } from '../db/orm.ts';
+import { createAccount, createKey, type CreateKeyInput } from '../domain/accounts/service.ts';
+
+/**
+ * Benchmarks run the platform as it runs in production: the API and worker in their own process
+ * (`bench/serve.ts`), load from this process with autocannon over loopback, on a fresh database.
+ */
+export interface BenchPlatform {
+  url: string;
+  dbUrl: string;
+  temporalAddress: string;
+  taskQueuePrefix: string;
+  orm: MikroORM;
+  newAccount(tier?: 'standard' | 'premium'): Promise<string>;
+  /** A key on a premium account by default (the bench env lifts the limits; the pipeline still counts them). */
+  newKey(input?: Partial<CreateKeyInput>): Promise<string>;
+  sql<T extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
+  close(): Promise<void>;
+}
+
+export interface Scenario {
+  name: string;
+  run(platform: BenchPlatform): Promise<Record<string, unknown>>;
+}
+
+export interface LoadResult {
+  requestsPerSec: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+  total: number;
+}
+
+export const BENCH_ENV: Record<string, string> = {
+  LOG_LEVEL: 'warn',
+  RATE_LIMIT_PER_MINUTE: '100000000',
+  RATE_LIMIT_PER_MINUTE_PREMIUM: '100000000',
+  RATE_LIMIT_PER_DAY: '100000000',
+  RATE_LIMIT_CONCURRENCY: '100000',
+};
+
+export interface Infra {
+  adminDbUrl: string;
+  temporalAddress: string;
+  stop(): Promise<void>;
+}
+
+/** PostgreSQL (BENCH_DATABASE_URL, else embedded) and Temporal (TEMPORAL_ADDRESS, else a dev server). */
+export async function startInfra(): Promise<Infra> {
+  const work = mkdtempSync(join(tmpdir(), 'bp-bench-'));
+  const stops: (() => Promise<void>)[] = [];
+  let adminDbUrl = process.env.BENCH_DATABASE_URL;
+  if (!adminDbUrl) {
+    const { startEmbeddedPostgres } = await import('../platform/embedded-postgres.ts');
+    const local = await startEmbeddedPostgres({ dataDir: join(work, 'pg'), persistent: false });
+    stops.push(local.stop);
+    adminDbUrl = local.url;
+  }
+  let temporalAddress = process.env.TEMPORAL_ADDRESS;
+  if (!temporalAddress) {
+    const { startTemporalDevServer } = await import('../platform/temporal-dev-server.ts');
+    const server = await startTemporalDevServer({ uiPort: null, logFile: join(work, 'temporal.log') });
+    stops.push(server.stop);
+    temporalAddress = server.address;
+  }
+  return {
+    adminDbUrl, temporalAddress: temporalAddress!,
+    async stop() {
+      for (const stop of stops.reverse()) await stop();
+      rmSync(work, { recursive: true, force: true });
+    },
+  };
+}
+
+function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+/** Spawns `node <script>` and resolves with the first JSON line it prints on stdout. */
+export async function spawnServer(script: string, env: Record<string, string>): Promise<{ child: ChildProcess; info: Record<string, string> }> {
+  const child = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url))], {
+    env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const info = await new Promise<Record<string, string>>((resolve, reject) => {
+    let buffer = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const line = buffer.split('\n').find((l) => l.startsWith('{'));
+      if (line) resolve(JSON.parse(line));
+    });
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code} before it was ready`)));
+  });
+  child.stdout!.resume();
+  return { child, info };
+}
+
+export async function stopServer(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+export async function startBenchPlatform(infra: Infra, opts: { env?: Record<string, string> } = {}): Promise<BenchPlatform> {
+  const database = `bp_bench_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: infra.adminDbUrl });
+  await admin.connect();
+  await admin.query(`create database ${database}`);
+  const dbUrl = withDatabase(infra.adminDbUrl, database);
+  const orm = await createOrm({ url: dbUrl, poolMax: 10 });
+  await migrate(orm);
+  const taskQueuePrefix = `${database}-`;
+  const { child, info } = await spawnServer('./serve.ts', {
+    ...BENCH_ENV, DATABASE_URL: dbUrl, TEMPORAL_ADDRESS: infra.temporalAddress, TASK_QUEUE_PREFIX: taskQueuePrefix, ...opts.env,
+  });
+  const premium = (await createAccount(orm, { name: 'Bench', tier: 'premium' })).id;
+  return {
+    url: info.url!, dbUrl, temporalAddress: infra.temporalAddress, taskQueuePrefix, orm,
+    async newAccount(tier = 'premium') {
+      return (await createAccount(orm, { name: `Bench ${randomBytes(3).toString('hex')}`, tier })).id;
+    },
+    async newKey(input = {}) {
+      return (await createKey(orm, { name: 'bench', type: 'test', accountId: premium, ...input })).secret;
+    },
+    async sql(text, values) {
+      return (await (await orm.em.getConnection().getNativeClient()).query(text, values)).rows;
+    },
+    async close() {
+      await stopServer(child);
+      await orm.close(true);
+      await admin.query(`drop database if exists ${database} with (force)`);
+      await admin.end();
+    },
+  };
+}
+
+export async function autocannonRun(opts: autocannon.Options): Promise<LoadResult> {
+  const result = await autocannon({ duration: 10, connections: 50, ...opts });
+  return {
+    requestsPerSec: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+    total: result.requests.total,
+  };
+}

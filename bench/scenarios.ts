@@ -1,0 +1,5 @@
+import type { Scenario } from './harness.ts';
+import { scenario as foundation } from './foundation.ts';
+
+/** Every benchmark `npm run bench` runs, in order. `npm run bench -- <name-substring>` runs a subset. */
+export const scenarios: Scenario[] = [foundation];

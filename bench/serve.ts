@@ -1,0 +1,24 @@
+/** The platform (API + worker, no launcher infra) in its own process, for benchmarks. */
+import { startApiServer } from '../api/server.ts';
+import { createOrm } from '../db/orm.ts';
+import { loadConfigOrExit } from '../platform/config.ts';
+import { createLogger } from '../platform/logger.ts';
+import { onShutdown } from '../platform/process.ts';
+import { createTemporalHandle } from '../platform/temporal.ts';
+import { startWorkers } from '../worker/worker.ts';
+
+const config = loadConfigOrExit();
+const logger = createLogger(config.LOG_LEVEL);
+const orm = await createOrm({ url: config.DATABASE_URL!, poolMax: config.DATABASE_POOL_MAX });
+const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX });
+const workers = await startWorkers({
+  address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX, orm, logger,
+});
+const api = await startApiServer({ config, orm, temporal, logger, port: 0, host: '127.0.0.1' });
+console.log(JSON.stringify({ url: api.url }));
+onShutdown(logger, async () => {
+  await api.close();
+  await workers.shutdown();
+  await temporal.close();
+  await orm.close();
+});

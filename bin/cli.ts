@@ -1,0 +1,127 @@
+/**
+ * The key-management CLI (scripts depend on these exact forms):
+ *   npm run --silent cli -- accounts create --name NAME [--tier standard|premium] [--json]
+ *   npm run --silent cli -- keys create --name NAME --type live|test|restricted [--mode live|test]
+ *        [--permissions area:read,area:write] [--expires YYYY-MM-DD] [--account ACCOUNT_ID] [--json]
+ *   npm run --silent cli -- keys list [--account ACCOUNT_ID] [--json]
+ *   npm run --silent cli -- keys revoke KEY_ID [--json]
+ * It works on the same database as `npm start`: DATABASE_URL, or the embedded one under .data/.
+ */
+import { parseArgs } from 'node:util';
+import { createOrm, migrate, type MikroORM } from '../db/orm.ts';
+import { ACCOUNT_TIERS, KEY_TYPES, type AccountTier, type KeyType } from '../domain/accounts/entities.ts';
+import { createAccount, createKey, keyUsage, listKeys, revokeKey } from '../domain/accounts/service.ts';
+import { ApiError } from '../platform/errors.ts';
+import { openLocalDatabase } from '../platform/local-database.ts';
+
+const USAGE = `Usage:
+  cli accounts create --name NAME [--tier standard|premium] [--json]
+  cli keys create --name NAME --type live|test|restricted [--mode live|test]
+                  [--permissions area:read,area:write] [--expires YYYY-MM-DD] [--account ACCOUNT_ID] [--json]
+  cli keys list [--account ACCOUNT_ID] [--json]
+  cli keys revoke KEY_ID [--json]`;
+
+class UsageError extends Error {}
+
+const { values: opts, positionals } = (() => {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      options: {
+        name: { type: 'string' }, tier: { type: 'string' }, type: { type: 'string' }, mode: { type: 'string' },
+        permissions: { type: 'string' }, expires: { type: 'string' }, account: { type: 'string' },
+        json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    console.error(`${(err as Error).message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+})();
+
+function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T | undefined {
+  if (value === undefined) return undefined;
+  if (!allowed.includes(value as T)) throw new UsageError(`--${flag} must be one of: ${allowed.join(', ')}`);
+  return value as T;
+}
+
+function required(flag: string, value: string | undefined): string {
+  if (!value) throw new UsageError(`--${flag} is required`);
+  return value;
+}
+
+const print = (json: unknown, human: string) => console.log(opts.json ? JSON.stringify(json) : human);
+
+async function run(orm: MikroORM, [area, action, arg]: string[]): Promise<void> {
+  const command = `${area} ${action}`;
+  switch (command) {
+    case 'accounts create': {
+      const account = await createAccount(orm, { name: required('name', opts.name), tier: oneOf<AccountTier>('tier', opts.tier, ACCOUNT_TIERS) });
+      return print(account, `Created account ${account.id} (${account.name}, ${account.tier} tier)`);
+    }
+    case 'keys create': {
+      const { secret, ...key } = await createKey(orm, {
+        name: required('name', opts.name),
+        type: oneOf<KeyType>('type', required('type', opts.type), KEY_TYPES)!,
+        mode: oneOf('mode', opts.mode, ['live', 'test'] as const),
+        permissions: opts.permissions?.split(',').map((p) => p.trim()).filter(Boolean),
+        expires: opts.expires,
+        accountId: opts.account,
+      });
+      return print({ ...key, key: secret, masked: key.key }, [
+        `Created ${key.type} key ${key.id} (${key.mode} mode) on account ${key.account_id}`,
+        '',
+        `  ${secret}`,
+        '',
+        'This is the only time the full key is shown: store it in a secret manager or your environment.',
+      ].join('\n'));
+    }
+    case 'keys list': {
+      const keys = await listKeys(orm, opts.account);
+      const withUsage = await Promise.all(keys.map(async (k) => ({ ...k, usage: await keyUsage(orm, k.id) })));
+      const rows = withUsage.map((k) => [k.id, k.name, k.type, k.key, k.status, k.last_used, k.expires_at?.slice(0, 10) ?? '-', String(k.usage.requests_today)]);
+      const header = ['ID', 'NAME', 'TYPE', 'KEY', 'STATUS', 'LAST USED', 'EXPIRES', 'TODAY'];
+      const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+      const table = [header, ...rows].map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ')).join('\n');
+      return print({ object: 'list', data: withUsage }, rows.length ? table : 'No keys yet: create one with `keys create`.');
+    }
+    case 'keys revoke': {
+      const key = await revokeKey(orm, required('KEY_ID', arg));
+      return print(key, `Revoked ${key.id} (${key.name})`);
+    }
+    default:
+      throw new UsageError(area ? `Unknown command: ${positionals.join(' ')}` : 'No command given');
+  }
+}
+
+if (opts.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+
+const local = process.env.DATABASE_URL ? null : await openLocalDatabase({ advertise: false });
+const orm = await createOrm({ url: process.env.DATABASE_URL ?? local!.url, poolMax: 2 });
+let exitCode = 0;
+try {
+  await migrate(orm);
+  await run(orm, positionals);
+} catch (err) {
+  exitCode = 1;
+  if (err instanceof UsageError) {
+    console.error(`${err.message}\n\n${USAGE}`);
+    exitCode = 2;
+  } else if (err instanceof ApiError) {
+    if (opts.json) console.error(JSON.stringify({ code: err.code, detail: err.detail, errors: err.errors }));
+    else {
+      console.error(`error: ${err.detail}`);
+      for (const e of err.errors ?? []) console.error(`  --${e.path}: ${e.message}`);
+      console.error(err.suggestion);
+    }
+  } else {
+    console.error(`error: ${(err as Error).message}`);
+  }
+} finally {
+  await orm.close();
+  await local?.stop();
+}
+process.exit(exitCode);

@@ -1,0 +1,94 @@
+/**
+ * `npm start`: the whole platform on embedded defaults, in one process tree.
+ * PostgreSQL: DATABASE_URL, else an embedded server under .data/ (kept between runs).
+ * Temporal: TEMPORAL_ADDRESS, else `temporal server start-dev` on a SQLite file under .data/,
+ * with the Web UI on TEMPORAL_UI_PORT. Then migrations, the worker and the API on PORT.
+ * Ctrl-C stops everything this started.
+ */
+import { join } from 'node:path';
+import { startApiServer } from '../api/server.ts';
+import { createOrm, migrate } from '../db/orm.ts';
+import { loadConfigOrExit } from '../platform/config.ts';
+import { DATA_DIR, openLocalDatabase } from '../platform/local-database.ts';
+import { createLogger } from '../platform/logger.ts';
+import { onShutdown } from '../platform/process.ts';
+import { createTemporalHandle } from '../platform/temporal.ts';
+import { ensureSchedules } from '../worker/schedules.ts';
+import { startWorkers } from '../worker/worker.ts';
+
+const config = loadConfigOrExit();
+const logger = createLogger(config.LOG_LEVEL, { service: 'platform' });
+const stops: (() => Promise<void>)[] = [];
+const stopAll = async () => {
+  for (const stop of stops.reverse()) await stop().catch((err: unknown) => logger.error('stop failed', { error: err }));
+};
+onShutdown(logger, stopAll);
+
+try {
+  const step = (what: string) => console.log(`• ${what}`);
+
+  let databaseUrl = config.DATABASE_URL;
+  if (!databaseUrl) {
+    step('starting embedded PostgreSQL (.data/postgres)');
+    const local = await openLocalDatabase({ advertise: true });
+    stops.push(local.stop);
+    databaseUrl = local.url;
+  }
+
+  let temporalAddress = config.TEMPORAL_ADDRESS;
+  let temporalUi = config.TEMPORAL_UI_URL ?? null;
+  if (!temporalAddress) {
+    step('starting Temporal dev server (.data/temporal.db)');
+    const { startTemporalDevServer } = await import('../platform/temporal-dev-server.ts');
+    const server = await startTemporalDevServer({
+      dbFile: join(DATA_DIR, 'temporal.db'),
+      port: 7233,
+      uiPort: config.TEMPORAL_UI_PORT,
+      namespace: config.TEMPORAL_NAMESPACE,
+      logFile: join(DATA_DIR, 'temporal.log'),
+    });
+    stops.push(server.stop);
+    temporalAddress = server.address;
+    temporalUi = server.uiUrl;
+  }
+
+  const orm = await createOrm({ url: databaseUrl, poolMax: config.DATABASE_POOL_MAX });
+  stops.push(() => orm.close());
+  step('running migrations');
+  await migrate(orm);
+
+  const temporal = createTemporalHandle({ address: temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX });
+  stops.push(() => temporal.close());
+  step('starting the worker');
+  const workers = await startWorkers({
+    address: temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX,
+    orm, logger, logLevel: config.LOG_LEVEL,
+  });
+  stops.push(() => workers.shutdown());
+  await ensureSchedules(temporal.client, temporal.taskQueue('platform'));
+
+  const api = await startApiServer({ config, orm, temporal, logger, port: config.PORT, host: config.HOST });
+  stops.push(() => api.close());
+  const base = api.url.replace('127.0.0.1', 'localhost');
+
+  console.log(`
+Business Platform is running.
+
+  API          ${base}/v3
+  API docs     ${base}/docs   (OpenAPI: ${base}/v3/openapi.json)
+  Temporal UI  ${temporalUi ?? '(external Temporal: see your cluster\'s UI)'}
+  Health       ${base}/readyz
+
+Create a first (test-mode) key and call the API:
+
+  npm run --silent cli -- keys create --name "My first key" --type test
+  curl -H "Authorization: Bearer <key>" -H "Content-Type: application/json" \\
+       -d '{"email":"ada@example.com","name":"Ada Lovelace"}' ${base}/v3/customers
+
+Press Ctrl-C to stop everything.
+`);
+} catch (err) {
+  console.error(`\nCould not start the platform: ${(err as Error).message}`);
+  await stopAll();
+  process.exit(1);
+}

@@ -1,0 +1,70 @@
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+
+/**
+ * The development database when no DATABASE_URL is given: an embedded PostgreSQL under `.data/`
+ * that keeps its data between runs. While `npm start` runs, it records the server's URL in
+ * `.data/postgres.json`, so the CLI talks to the same server instead of starting a second one.
+ */
+export const DATA_DIR = join(import.meta.dirname, '..', '.data');
+const RUNNING_FILE = join(DATA_DIR, 'postgres.json');
+export const LOCAL_DATABASE = 'business_platform';
+
+export interface LocalDatabase {
+  /** URL of the `business_platform` database. */
+  url: string;
+  /** Stops the server if this process started it. */
+  stop(): Promise<void>;
+}
+
+function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+async function reachable(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** The embedded server `npm start` is running, if any. */
+export async function runningLocalDatabase(): Promise<string | null> {
+  if (!existsSync(RUNNING_FILE)) return null;
+  const { url } = JSON.parse(readFileSync(RUNNING_FILE, 'utf8')) as { url: string };
+  return (await reachable(url)) ? url : null;
+}
+
+/** Uses the running embedded server, or starts one (creating the database on first use). */
+export async function openLocalDatabase(opts: { advertise: boolean }): Promise<LocalDatabase> {
+  const running = await runningLocalDatabase();
+  if (running) return { url: running, stop: async () => undefined };
+
+  const { startEmbeddedPostgres } = await import('./embedded-postgres.ts');
+  const server = await startEmbeddedPostgres({ dataDir: join(DATA_DIR, 'postgres'), persistent: true });
+  const admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+  try {
+    const exists = await admin.query('select 1 from pg_database where datname = $1', [LOCAL_DATABASE]);
+    if (!exists.rowCount) await admin.query(`create database ${LOCAL_DATABASE}`);
+  } finally {
+    await admin.end();
+  }
+  const url = withDatabase(server.url, LOCAL_DATABASE);
+  if (opts.advertise) writeFileSync(RUNNING_FILE, JSON.stringify({ url, pid: process.pid }));
+  return {
+    url,
+    async stop() {
+      if (opts.advertise) rmSync(RUNNING_FILE, { force: true });
+      await server.stop();
+    },
+  };
+}
