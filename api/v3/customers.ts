@@ -31,6 +31,8 @@ const createBody = z
   .refine((b) => b.email || b.name || b.first_name || b.last_name, {
     path: ['email'],
     message: 'a customer needs at least an email or a name (name, or first_name and last_name)',
+    // Checked even when other fields are invalid, so every problem is reported at once.
+    when: (payload) => typeof payload.value === 'object' && payload.value !== null,
   });
 
 const updateBody = z.strictObject({

@@ -31,7 +31,8 @@ export const Customer = defineEntity({
     metadata: p.json<Record<string, string>>(),
     version: p.integer().version(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    /** Set by the service when a change is applied (so the event and the response agree). */
+    updatedAt: p.datetime().onCreate(() => new Date()),
   },
 });
 export type Customer = InferEntity<typeof Customer>;

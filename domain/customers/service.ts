@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { recordEvent } from '../events/outbox.ts';
@@ -112,7 +112,7 @@ export async function updateCustomer(
   em: EntityManager, scope: Scope, id: string, patch: CustomerInput, requestId: string,
 ): Promise<CustomerView> {
   return em.transactional(async (tx) => {
-    const customer = await tx.findOne(Customer, { id }, { lockMode: 4 /* PESSIMISTIC_WRITE */ });
+    const customer = await tx.findOne(Customer, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!customer) throw notFound('customer', id);
     const before = customerView(customer);
 
