@@ -27,13 +27,34 @@ const problemSchema = {
   },
 };
 
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;
-  return rest;
+/**
+ * Converts a zod schema to JSON Schema. Shared definitions (named schemas, recursive ones such as
+ * JSON values) are hoisted into `components` and their `#/$defs/…` references rewritten to point
+ * there; a name already taken by a different definition gets a numeric suffix.
+ */
+type Components = Record<string, unknown>;
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output', components: Components): Record<string, unknown> {
+  const { $schema: _drop, $defs = {}, ...root } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;
+  const defs = $defs as Record<string, unknown>;
+  const names = new Map<string, string>();
+  const rewrite = (value: unknown): any =>
+    JSON.parse(JSON.stringify(value).replace(/"#\/\$defs\/([^"]+)"/g, (_m, name: string) => `"#/components/schemas/${names.get(name)}"`));
+  for (const name of Object.keys(defs)) {
+    const base = name.startsWith('__schema') ? 'JsonValue' : io === 'input' ? `${name}Input` : name;
+    names.set(name, base);
+  }
+  for (const [name, def] of Object.entries(defs)) {
+    let target = names.get(name)!;
+    for (let i = 2; target in components && JSON.stringify(components[target]) !== JSON.stringify(rewrite(def)); i++) target = `${names.get(name)}${i}`;
+    names.set(name, target);
+    components[target] = rewrite(def);
+  }
+  return rewrite(root);
 }
 
-function queryParameters(schema: z.ZodType, location: 'query' | 'path') {
-  const json = jsonSchema(schema, 'input') as { properties?: Record<string, Record<string, unknown>>; required?: string[] };
+function queryParameters(schema: z.ZodType, location: 'query' | 'path', components: Components) {
+  const json = jsonSchema(schema, 'input', components) as { properties?: Record<string, Record<string, unknown>>; required?: string[] };
   return Object.entries(json.properties ?? {}).map(([name, prop]) => ({
     name,
     in: location,
@@ -65,10 +86,11 @@ const errorResponses = (spec: RouteSpec<any, any, any>) => {
 /** The OpenAPI 3.1 document, generated from the same zod schemas that validate requests. */
 export function buildOpenApi(routes: RouteSpec<any, any, any>[], extras: ExtraRoute[], version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
+  const components: Components = { Problem: problemSchema };
   for (const spec of routes) {
     const parameters = [
-      ...(spec.params ? queryParameters(spec.params, 'path') : []),
-      ...(spec.query ? queryParameters(spec.query, 'query') : []),
+      ...(spec.params ? queryParameters(spec.params, 'path', components) : []),
+      ...(spec.query ? queryParameters(spec.query, 'query', components) : []),
       ...(spec.body && spec.method !== 'get' ? [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 } }] : []),
     ];
     (paths[spec.path] ??= {})[spec.method] = {
@@ -77,12 +99,12 @@ export function buildOpenApi(routes: RouteSpec<any, any, any>[], extras: ExtraRo
       tags: [spec.tag],
       'x-permission': spec.permission,
       parameters,
-      ...(spec.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(spec.body, 'input') } } } } : {}),
+      ...(spec.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(spec.body, 'input', components) } } } } : {}),
       responses: {
         [spec.status]: {
           description: 'Success',
           content: {
-            'application/json': { schema: jsonSchema(spec.response, 'output') },
+            'application/json': { schema: jsonSchema(spec.response, 'output', components) },
             'application/xml': { schema: { description: 'The same document as XML' } },
           },
         },
@@ -110,7 +132,7 @@ export function buildOpenApi(routes: RouteSpec<any, any, any>[], extras: ExtraRo
     security: [{ bearerAuth: [] }],
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'bp_live_…, bp_test_… or restricted bp_rk_… keys' } },
-      schemas: { Problem: problemSchema },
+      schemas: components,
     },
     paths,
   };

@@ -48,7 +48,8 @@ const domainErrors = t.middleware(async ({ next }) => {
   const result = await next();
   if (!result.ok && result.error.cause instanceof ApiError) {
     const cause = result.error.cause;
-    throw new TRPCError({ code: STATUS_TO_TRPC[cause.status] ?? 'INTERNAL_SERVER_ERROR', message: `${cause.detail} ${cause.suggestion}`, cause });
+    const fields = (cause.errors ?? []).map((e) => ` ${e.path}: ${e.message}.`).join('');
+    throw new TRPCError({ code: STATUS_TO_TRPC[cause.status] ?? 'INTERNAL_SERVER_ERROR', message: `${cause.detail}${fields} ${cause.suggestion}`, cause });
   }
   return result;
 });
