@@ -15,11 +15,12 @@ import { mountRoutes, type RouteSpec } from './http/route.ts';
 import { sendDocument } from './http/send.ts';
 import { buildOpenApi, type ExtraRoute } from './openapi.ts';
 import { customerRoutes } from './v3/customers.ts';
+import { paymentRoutes } from './v3/payments.ts';
 
 export const API_VERSION = '3.2.1';
 
 /** Every /v3 route, in one list: mounted, validated and documented from the same definitions. */
-export const v3Routes: RouteSpec<any, any, any>[] = [...customerRoutes];
+export const v3Routes: RouteSpec<any, any, any>[] = [...customerRoutes, ...paymentRoutes];
 
 const extraRoutes: ExtraRoute[] = [
   { method: 'get', path: '/healthz', summary: 'Liveness: the process is up', tag: 'Operations', security: false },

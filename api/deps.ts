@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Pool } from 'pg';
 import type { LeaseReleaser } from './http/admission.ts';
+import type { PaymentGateways } from '../domain/payments/gateways/index.ts';
 import type { RequestLogBuffer } from '../domain/requests/log-buffer.ts';
 import type { Config } from '../platform/config.ts';
 import type { Logger } from '../platform/logger.ts';
@@ -15,6 +16,8 @@ export interface AppDeps {
   temporal: TemporalHandle;
   logger: Logger;
   requestLog: RequestLogBuffer;
+  /** Payment gateways (card tokenization happens in the API, before any workflow sees the card). */
+  paymentGateways: PaymentGateways;
   /** Releases the concurrency slots of finished requests. */
   leases: LeaseReleaser;
 }

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { nativePool, type MikroORM } from '../db/orm.ts';
+import { createPaymentGateways, type PaymentGateways } from '../domain/payments/gateways/index.ts';
 import { RequestLogBuffer } from '../domain/requests/log-buffer.ts';
 import type { Config } from '../platform/config.ts';
 import type { Logger } from '../platform/logger.ts';
@@ -18,6 +19,7 @@ export interface RunningApi {
 /** Builds the API's dependencies over an ORM and a Temporal client, and listens. */
 export async function startApiServer(opts: {
   config: Config; orm: MikroORM; temporal: TemporalHandle; logger: Logger; port: number; host: string;
+  paymentGateways?: PaymentGateways;
 }): Promise<RunningApi> {
   const pool = await nativePool(opts.orm);
   const deps: AppDeps = {
@@ -27,6 +29,7 @@ export async function startApiServer(opts: {
     temporal: opts.temporal,
     logger: opts.logger,
     requestLog: new RequestLogBuffer(pool, opts.logger, opts.config.REQUEST_LOG_FLUSH_MS),
+    paymentGateways: opts.paymentGateways ?? createPaymentGateways(opts.config, async () => pool),
     leases: new LeaseReleaser(pool, (err) => opts.logger.warn('concurrency leases not released', { error: err.message })),
   };
   const app = createApp(deps);

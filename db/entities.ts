@@ -5,9 +5,11 @@ import { AutomationRule, AutomationRun, CrmMessage, CrmTask, Interaction, Touchp
 import { DomainEvent } from '../domain/events/entities.ts';
 import { IdempotencyRecord } from '../domain/idempotency/entities.ts';
 import { ApiKeyDailyUsage, RequestLog } from '../domain/requests/entities.ts';
+import { Payment, PaymentGatewaySetting, PaymentRefund, PaymentTransfer } from '../domain/payments/entities.ts';
 
 /** Every entity the ORM knows; each area adds its own here. */
 export const entities = [Account, ApiKey, Customer, DomainEvent, IdempotencyRecord, RequestLog, ApiKeyDailyUsage,
   Store, Product, Warehouse, InventoryLevel, Order, MarketplaceListing,
   Interaction, Touchpoint, AutomationRule, AutomationRun, CrmTask, CrmMessage,
+  Payment, PaymentRefund, PaymentTransfer, PaymentGatewaySetting,
 ];

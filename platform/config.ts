@@ -34,6 +34,19 @@ const schema = z.object({
   RATE_LIMIT_CONCURRENCY: positiveInt.default(10),
   REQUEST_LOG_FLUSH_MS: positiveInt.default(1000),
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  /** Payments: how long POST /v3/payments/process waits for the gateway before answering 202. */
+  PAYMENTS_SYNC_WAIT_MS: z.coerce.number().int().min(0).max(25_000).default(5000),
+  /** Live-mode gateway for accounts that have not chosen one; default: stripe when STRIPE_API_KEY is set, else sandbox. */
+  PAYMENTS_LIVE_GATEWAY: z.enum(['sandbox', 'stripe']).optional(),
+  /** Risk score (0-100) at or above which a payment with fraud_protection is blocked. */
+  PAYMENTS_RISK_BLOCK_THRESHOLD: z.coerce.number().int().min(0).max(100).default(75),
+  /** How long the sandbox gateway's slow test card takes. */
+  SANDBOX_GATEWAY_SLOW_CARD_MS: z.coerce.number().int().min(0).default(10_000),
+  SANDBOX_GATEWAY_FEE_PERCENT: z.string().regex(/^\d{1,2}(\.\d{1,4})?$/, 'expected a percentage such as 2.9').default('2.9'),
+  SANDBOX_GATEWAY_FEE_FIXED: z.coerce.number().int().min(0).default(30),
+  STRIPE_API_KEY: z.string().regex(/^(sk|rk)_(test|live)_\w+$/, 'expected a Stripe secret key (sk_test_… or sk_live_…)').optional(),
+  /** Another Stripe API base URL, e.g. stripe-mock's http://127.0.0.1:12111. */
+  STRIPE_API_BASE: z.url().optional(),
 });
 
 export type Config = z.infer<typeof schema>;

@@ -3,6 +3,9 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createActivities } from '../activities/index.ts';
+import { nativePool } from '../db/orm.ts';
+import { createPaymentGateways, type PaymentGateways } from '../domain/payments/gateways/index.ts';
+import { loadConfig } from '../platform/config.ts';
 import type { Logger } from '../platform/logger.ts';
 import { AREAS_WITH_QUEUES, taskQueueName } from '../platform/temporal.ts';
 
@@ -40,6 +43,8 @@ export interface WorkerOptions {
   logLevel?: string;
   /** A prebuilt bundle; without one, each start bundles from `WORKFLOWS_PATH`. */
   bundle?: WorkflowBundleOption;
+  /** Payment gateways for the payment activities; default: built from the environment. */
+  paymentGateways?: PaymentGateways;
 }
 
 export interface RunningWorkers {
@@ -56,7 +61,10 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   installRuntime(opts.logLevel ?? 'warn');
   const connection = await NativeConnection.connect({ address: opts.address });
   const bundle = opts.bundle ?? defaultBundle() ?? (await buildWorkflowBundle());
-  const activities = createActivities({ orm: opts.orm });
+  const activities = createActivities({
+    orm: opts.orm,
+    gateways: opts.paymentGateways ?? createPaymentGateways(loadConfig(), () => nativePool(opts.orm)),
+  });
   const workers = await Promise.all(
     AREAS_WITH_QUEUES.map((area) =>
       Worker.create({

@@ -1,0 +1,115 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { scopeFilter } from '../scope.ts';
+
+export const PAYMENT_STATUSES = ['processing', 'succeeded', 'failed', 'partially_refunded', 'refunded'] as const;
+export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
+export const SPLIT_STATUSES = ['pending', 'completed', 'reversed', 'canceled'] as const;
+export type SplitStatus = (typeof SPLIT_STATUSES)[number];
+
+/** A charge of a card through a gateway. Only brand, last4, expiry and the gateway token are kept. */
+export const Payment = defineEntity({
+  name: 'Payment',
+  tableName: 'payments',
+  filters: scopeFilter,
+  properties: {
+    id: p.string().primary(),
+    accountId: p.string(),
+    livemode: p.boolean(),
+    kind: p.enum(['charge', 'marketplace_split'] as const),
+    status: p.enum(PAYMENT_STATUSES),
+    amount: p.bigint('number'),
+    amountRefunded: p.bigint('number').default(0),
+    currency: p.string(),
+    customerId: p.string().nullable(),
+    description: p.text().nullable(),
+    fraudProtection: p.boolean(),
+    gateway: p.string(),
+    gatewayReference: p.string().nullable(),
+    cardBrand: p.string(),
+    cardLast4: p.string(),
+    cardExpMonth: p.smallint(),
+    cardExpYear: p.smallint(),
+    cardToken: p.string(),
+    riskScore: p.integer().nullable(),
+    fees: p.bigint('number').nullable(),
+    settlementExpectedDate: p.string().columnType('date').nullable(),
+    failureCode: p.string().nullable(),
+    declineCode: p.string().nullable(),
+    failureMessage: p.text().nullable(),
+    platformFee: p.bigint('number').nullable(),
+    roundingRemainder: p.bigint('number').nullable(),
+    splitStatus: p.enum(SPLIT_STATUSES).nullable(),
+    workflowId: p.string(),
+    requestIdempotencyKey: p.string().nullable(),
+    requestId: p.string().nullable(),
+    metadata: p.json<Record<string, string>>(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+  },
+});
+export type Payment = InferEntity<typeof Payment>;
+
+export const REFUND_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+export type RefundStatus = (typeof REFUND_STATUSES)[number];
+
+export const PaymentRefund = defineEntity({
+  name: 'PaymentRefund',
+  tableName: 'payment_refunds',
+  filters: scopeFilter,
+  properties: {
+    id: p.string().primary(),
+    accountId: p.string(),
+    livemode: p.boolean(),
+    paymentId: p.string(),
+    amount: p.bigint('number'),
+    currency: p.string(),
+    status: p.enum(REFUND_STATUSES),
+    reason: p.string().nullable(),
+    gatewayReference: p.string().nullable(),
+    failureMessage: p.text().nullable(),
+    workflowId: p.string().nullable(),
+    requestIdempotencyKey: p.string().nullable(),
+    metadata: p.json<Record<string, string>>(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+  },
+});
+export type PaymentRefund = InferEntity<typeof PaymentRefund>;
+
+export const TRANSFER_STATUSES = ['pending', 'paid', 'failed', 'reversed', 'canceled'] as const;
+export type TransferStatus = (typeof TRANSFER_STATUSES)[number];
+
+export const PaymentTransfer = defineEntity({
+  name: 'PaymentTransfer',
+  tableName: 'payment_transfers',
+  filters: scopeFilter,
+  properties: {
+    id: p.string().primary(),
+    accountId: p.string(),
+    livemode: p.boolean(),
+    paymentId: p.string(),
+    position: p.smallint(),
+    destination: p.string(),
+    amount: p.bigint('number'),
+    currency: p.string(),
+    status: p.enum(TRANSFER_STATUSES),
+    gatewayReference: p.string().nullable(),
+    failureCode: p.string().nullable(),
+    failureMessage: p.text().nullable(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+  },
+});
+export type PaymentTransfer = InferEntity<typeof PaymentTransfer>;
+
+/** An account's live-mode gateway choice (test mode always uses the sandbox). */
+export const PaymentGatewaySetting = defineEntity({
+  name: 'PaymentGatewaySetting',
+  tableName: 'payment_gateway_settings',
+  properties: {
+    accountId: p.string().primary(),
+    liveGateway: p.enum(['sandbox', 'stripe'] as const),
+    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+  },
+});
+export type PaymentGatewaySetting = InferEntity<typeof PaymentGatewaySetting>;

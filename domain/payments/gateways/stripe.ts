@@ -1,0 +1,157 @@
+import Stripe from 'stripe';
+import { cardBrand, fullExpiryYear, type CardBrand, type CardInput, type CardOnFile } from '../cards.ts';
+import {
+  CardRejectedError, GatewayRejectedError, GatewayUnavailableError,
+  type ChargeRequest, type ChargeResult, type PaymentGateway, type RefundRequest, type TransferRequest, type TransferResult,
+} from './types.ts';
+
+/**
+ * The Stripe adapter (official `stripe` SDK): cards are tokenized as PaymentMethods, charges are
+ * PaymentIntents confirmed at once, and every money-moving call carries our idempotency key.
+ * Errors are mapped without their request parameters, so no card data reaches a log.
+ */
+export interface StripeOptions {
+  apiKey: string;
+  /** Another API base, e.g. stripe-mock's `http://127.0.0.1:12111`. */
+  apiBase?: string;
+  timeoutMs?: number;
+}
+
+const BRANDS: Record<string, CardBrand> = {
+  visa: 'visa', mastercard: 'mastercard', amex: 'amex', discover: 'discover', diners: 'diners', jcb: 'jcb', unionpay: 'unionpay',
+};
+
+export class StripeGateway implements PaymentGateway {
+  readonly name = 'stripe' as const;
+  private readonly stripe: Stripe;
+
+  constructor(opts: StripeOptions) {
+    const base = opts.apiBase ? new URL(opts.apiBase) : null;
+    this.stripe = new Stripe(opts.apiKey, {
+      maxNetworkRetries: 0, // the workflow retries, with the same idempotency key
+      timeout: opts.timeoutMs ?? 20_000,
+      ...(base ? {
+        host: base.hostname,
+        port: base.port || (base.protocol === 'https:' ? 443 : 80),
+        protocol: base.protocol === 'http:' ? 'http' as const : 'https' as const,
+      } : {}),
+    });
+  }
+
+  async tokenizeCard(card: CardInput): Promise<CardOnFile> {
+    try {
+      const pm = await this.stripe.paymentMethods.create({
+        type: 'card',
+        card: { number: card.number.replace(/[\s-]/g, ''), exp_month: card.exp_month, exp_year: fullExpiryYear(card.exp_year), cvc: card.cvc },
+      });
+      const c = pm.card;
+      return {
+        token: pm.id,
+        brand: (c?.brand && BRANDS[c.brand]) || cardBrand(card.number),
+        last4: c?.last4 ?? card.number.slice(-4),
+        expMonth: c?.exp_month ?? card.exp_month,
+        expYear: c?.exp_year ?? fullExpiryYear(card.exp_year),
+        fingerprint: c?.fingerprint ?? '',
+      };
+    } catch (err) {
+      if (err instanceof Stripe.errors.StripeCardError) {
+        const field = err.param?.includes('cvc') ? 'cvc' : err.param?.includes('exp') ? 'exp_year' : err.param?.includes('number') ? 'number' : null;
+        throw new CardRejectedError(err.decline_code ?? err.code ?? 'generic_decline', err.message, field);
+      }
+      throw mapError(err);
+    }
+  }
+
+  async charge(req: ChargeRequest): Promise<ChargeResult> {
+    let intent: Stripe.PaymentIntent;
+    try {
+      intent = await this.stripe.paymentIntents.create({
+        amount: req.amount,
+        currency: req.currency.toLowerCase(),
+        payment_method: req.card.token,
+        automatic_payment_methods: { enabled: true, allow_redirects: 'never' },
+        confirm: true,
+        description: req.description ?? undefined,
+        metadata: { payment_id: req.paymentId, ...(req.customerId ? { customer_id: req.customerId } : {}) },
+        expand: ['latest_charge.balance_transaction'],
+      }, { idempotencyKey: req.idempotencyKey });
+    } catch (err) {
+      if (err instanceof Stripe.errors.StripeCardError) {
+        return { outcome: 'declined', reference: err.payment_intent?.id ?? null, declineCode: err.decline_code ?? err.code ?? 'generic_decline', message: err.message, riskScore: null };
+      }
+      throw mapError(err);
+    }
+    for (let i = 0; intent.status === 'processing' && i < 10; i++) {
+      await new Promise((r) => setTimeout(r, 1000));
+      intent = await this.stripe.paymentIntents.retrieve(intent.id, { expand: ['latest_charge.balance_transaction'] }).catch((err: unknown) => {
+        throw mapError(err);
+      });
+    }
+    const charge = typeof intent.latest_charge === 'object' ? intent.latest_charge : null;
+    const riskScore = charge?.outcome?.risk_score ?? null;
+    switch (intent.status) {
+      case 'succeeded': {
+        const bt = charge && typeof charge.balance_transaction === 'object' ? charge.balance_transaction : null;
+        return {
+          outcome: 'succeeded', reference: intent.id, riskScore,
+          fees: bt?.fee ?? null,
+          settlementDate: bt?.available_on ? new Date(bt.available_on * 1000).toISOString().slice(0, 10) : null,
+        };
+      }
+      case 'processing':
+        throw new GatewayUnavailableError('Stripe is still processing the payment; checking again later.');
+      case 'requires_action':
+        return { outcome: 'declined', reference: intent.id, declineCode: 'authentication_required', message: 'The card requires authentication.', riskScore };
+      default: {
+        const error = intent.last_payment_error;
+        return {
+          outcome: 'declined', reference: intent.id, riskScore,
+          declineCode: error?.decline_code ?? error?.code ?? 'generic_decline',
+          message: error?.message ?? `The payment intent ended in status ${intent.status}.`,
+        };
+      }
+    }
+  }
+
+  async refund(req: RefundRequest): Promise<{ reference: string }> {
+    try {
+      const refund = await this.stripe.refunds.create({ payment_intent: req.chargeReference, amount: req.amount }, { idempotencyKey: req.idempotencyKey });
+      return { reference: refund.id };
+    } catch (err) {
+      throw mapError(err);
+    }
+  }
+
+  async transfer(req: TransferRequest): Promise<TransferResult> {
+    try {
+      const transfer = await this.stripe.transfers.create({
+        amount: req.amount, currency: req.currency.toLowerCase(), destination: req.destination, transfer_group: req.group,
+      }, { idempotencyKey: req.idempotencyKey });
+      return { outcome: 'paid', reference: transfer.id };
+    } catch (err) {
+      const mapped = mapError(err);
+      if (mapped instanceof GatewayRejectedError) return { outcome: 'failed', code: mapped.code, message: mapped.message };
+      throw mapped;
+    }
+  }
+
+  async reverseTransfer(req: { idempotencyKey: string; transferReference: string; amount: number }): Promise<{ reference: string }> {
+    try {
+      const reversal = await this.stripe.transfers.createReversal(req.transferReference, { amount: req.amount }, { idempotencyKey: req.idempotencyKey });
+      return { reference: reversal.id };
+    } catch (err) {
+      throw mapError(err);
+    }
+  }
+}
+
+/** Stripe's errors as ours, keeping only the code and message (never the request parameters). */
+function mapError(err: unknown): Error {
+  if (err instanceof Stripe.errors.StripeError) {
+    const retryable = err instanceof Stripe.errors.StripeConnectionError || err instanceof Stripe.errors.StripeAPIError
+      || err instanceof Stripe.errors.StripeRateLimitError || (err.statusCode ?? 0) >= 500 || err.statusCode === 409;
+    if (retryable) return new GatewayUnavailableError(`Stripe: ${err.message}`);
+    return new GatewayRejectedError(err.code ?? err.type, `Stripe: ${err.message}`);
+  }
+  return new GatewayUnavailableError(`Stripe: ${(err as Error)?.message ?? 'unknown error'}`);
+}

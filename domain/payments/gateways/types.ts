@@ -1,0 +1,100 @@
+import type { CardInput, CardOnFile } from '../cards.ts';
+
+/**
+ * One interface for every payment gateway. Every call that moves money carries an idempotency key
+ * derived from our own ids, so a retried activity (or a retried request) reaches the gateway as
+ * the same operation and money moves once.
+ */
+export const GATEWAY_NAMES = ['sandbox', 'stripe'] as const;
+export type GatewayName = (typeof GATEWAY_NAMES)[number];
+
+export interface ChargeRequest {
+  idempotencyKey: string;
+  amount: number;
+  currency: string;
+  card: Pick<CardOnFile, 'token' | 'fingerprint'>;
+  customerId: string | null;
+  description: string | null;
+  fraudProtection: boolean;
+  /** Our payment id, passed to the gateway as metadata. */
+  paymentId: string;
+}
+
+export type ChargeResult =
+  | {
+    outcome: 'succeeded';
+    reference: string;
+    fees: number | null;
+    /** YYYY-MM-DD. */
+    settlementDate: string | null;
+    riskScore: number | null;
+  }
+  | {
+    outcome: 'declined';
+    reference: string | null;
+    declineCode: string;
+    message: string;
+    riskScore: number | null;
+  };
+
+export interface RefundRequest {
+  idempotencyKey: string;
+  /** The gateway's reference of the charge (ChargeResult.reference). */
+  chargeReference: string;
+  amount: number;
+  currency: string;
+}
+
+export interface TransferRequest {
+  idempotencyKey: string;
+  destination: string;
+  amount: number;
+  currency: string;
+  chargeReference: string;
+  /** Groups a payment's transfers at the gateway (our payment id). */
+  group: string;
+}
+
+export type TransferResult =
+  | { outcome: 'paid'; reference: string }
+  | { outcome: 'failed'; code: string; message: string };
+
+export interface PaymentGateway {
+  readonly name: GatewayName;
+  /** Exchanges card details for a token; the only call that ever sees the full number and CVC. */
+  tokenizeCard(card: CardInput): Promise<CardOnFile>;
+  charge(req: ChargeRequest): Promise<ChargeResult>;
+  refund(req: RefundRequest): Promise<{ reference: string }>;
+  transfer(req: TransferRequest): Promise<TransferResult>;
+  reverseTransfer(req: { idempotencyKey: string; transferReference: string; amount: number }): Promise<{ reference: string }>;
+}
+
+/** The gateway could not be reached or failed on its side: retry later with the same key. */
+export class GatewayUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'GatewayUnavailableError';
+  }
+}
+
+/** The gateway refused the request itself (bad parameters, refund over the charge…): do not retry. */
+export class GatewayRejectedError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.name = 'GatewayRejectedError';
+    this.code = code;
+  }
+}
+
+/** The card was declined at tokenization (e.g. a number the gateway does not accept). */
+export class CardRejectedError extends Error {
+  readonly declineCode: string;
+  readonly field: string | null;
+  constructor(declineCode: string, message: string, field: string | null = null) {
+    super(message);
+    this.name = 'CardRejectedError';
+    this.declineCode = declineCode;
+    this.field = field;
+  }
+}

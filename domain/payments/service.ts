@@ -1,0 +1,388 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Pool } from 'pg';
+import { notFound } from '../../platform/errors.ts';
+import { recordEvent } from '../events/outbox.ts';
+import { scopeColumns, type Scope } from '../scope.ts';
+import type {
+  PaymentView, PaymentWorkflowInput, RefundOutcome, RefundView, RefundWorkflowInput, TransferView,
+} from '../../workflows/payments/shared.ts';
+import { Payment, PaymentGatewaySetting, PaymentRefund, PaymentTransfer, type PaymentStatus } from './entities.ts';
+import type { ChargeResult, GatewayName, TransferResult } from './gateways/types.ts';
+import type { PaymentGateways } from './gateways/index.ts';
+
+/**
+ * Payment records: written only by the payment workflows' activities (so the row and the workflow
+ * can never disagree about whether a payment exists), read by the API. Every status change and its
+ * event (`payment.succeeded`, `payment.failed`, `payment.refunded`) are one transaction.
+ */
+const PESSIMISTIC_WRITE = 4;
+
+export function transferView(t: PaymentTransfer): TransferView {
+  return {
+    id: t.id, object: 'transfer', destination: t.destination, amount: t.amount, currency: t.currency, status: t.status,
+    failure: t.failureCode ? { code: t.failureCode, message: t.failureMessage ?? '' } : null,
+  };
+}
+
+export function paymentView(p: Payment, transfers: PaymentTransfer[] = []): PaymentView {
+  const view: PaymentView = {
+    id: p.id,
+    object: 'payment',
+    livemode: p.livemode,
+    status: p.status,
+    amount: p.amount,
+    amount_refunded: p.amountRefunded,
+    currency: p.currency,
+    gateway: p.gateway,
+    created: p.createdAt.toISOString(),
+    created_at: p.createdAt.toISOString(),
+    updated_at: p.updatedAt.toISOString(),
+    customer_id: p.customerId ?? null,
+    description: p.description ?? null,
+    fraud_protection: p.fraudProtection,
+    payment_method: { type: 'card', card: { brand: p.cardBrand, last4: p.cardLast4, exp_month: p.cardExpMonth, exp_year: p.cardExpYear } },
+    risk_score: p.riskScore ?? null,
+    settlement: { expected_date: p.settlementExpectedDate ?? null, fees: p.fees ?? null },
+    failure: p.failureCode ? { code: p.failureCode, decline_code: p.declineCode ?? null, message: p.failureMessage ?? '' } : null,
+    workflow_id: p.workflowId,
+    metadata: p.metadata,
+  };
+  if (p.kind === 'marketplace_split') {
+    view.split = {
+      status: p.splitStatus ?? 'pending',
+      platform_fee: p.platformFee ?? 0,
+      rounding_remainder: p.roundingRemainder ?? 0,
+      transfers: [...transfers].sort((a, b) => a.position - b.position).map(transferView),
+    };
+  }
+  return view;
+}
+
+export function refundView(r: PaymentRefund): RefundView {
+  return {
+    id: r.id, object: 'refund', livemode: r.livemode, payment_id: r.paymentId, amount: r.amount, currency: r.currency,
+    status: r.status, reason: r.reason ?? null, failure_message: r.failureMessage ?? null, workflow_id: r.workflowId ?? null,
+    metadata: r.metadata, created_at: r.createdAt.toISOString(),
+  };
+}
+
+async function loadView(em: EntityManager, payment: Payment): Promise<PaymentView> {
+  const transfers = payment.kind === 'marketplace_split' ? await em.find(PaymentTransfer, { paymentId: payment.id }) : [];
+  return paymentView(payment, transfers);
+}
+
+export async function getPayment(em: EntityManager, id: string): Promise<PaymentView> {
+  const payment = await em.findOne(Payment, { id });
+  if (!payment) throw notFound('payment', id);
+  return loadView(em, payment);
+}
+
+export async function findPaymentByRequestKey(em: EntityManager, key: string): Promise<PaymentView | null> {
+  const payment = await em.findOne(Payment, { requestIdempotencyKey: key });
+  return payment ? loadView(em, payment) : null;
+}
+
+/** Test mode: the sandbox, always. Live mode: the account's choice, else the server default. */
+export async function gatewayFor(em: EntityManager, gateways: PaymentGateways, scope: Scope): Promise<GatewayName> {
+  if (!scope.livemode) return 'sandbox';
+  const setting = await em.findOne(PaymentGatewaySetting, { accountId: scope.accountId });
+  return setting?.liveGateway ?? gateways.liveDefault;
+}
+
+export async function setLiveGateway(em: EntityManager, accountId: string, gateway: GatewayName): Promise<void> {
+  await em.upsert(PaymentGatewaySetting, { accountId, liveGateway: gateway, updatedAt: new Date() });
+}
+
+export class DuplicatePaymentError extends Error {
+  readonly existingPaymentId: string;
+  constructor(existingPaymentId: string) {
+    super(`A payment for this Idempotency-Key already exists: ${existingPaymentId}.`);
+    this.existingPaymentId = existingPaymentId;
+    this.name = 'DuplicatePaymentError';
+  }
+}
+
+/** Writes the payment (and its planned transfers) as `processing`; a retry finds it written. */
+export async function recordPayment(em: EntityManager, input: PaymentWorkflowInput, workflowId: string): Promise<PaymentView> {
+  const existing = await em.findOne(Payment, { id: input.paymentId });
+  if (existing) return loadView(em, existing);
+  const scope = { accountId: input.accountId, livemode: input.livemode };
+  if (input.requestIdempotencyKey) {
+    const other = await em.findOne(Payment, { requestIdempotencyKey: input.requestIdempotencyKey });
+    if (other) throw new DuplicatePaymentError(other.id);
+  }
+  const payment = em.create(Payment, {
+    id: input.paymentId,
+    ...scopeColumns(scope),
+    kind: input.kind,
+    status: 'processing',
+    amount: input.amount,
+    amountRefunded: 0,
+    currency: input.currency,
+    customerId: input.customerId,
+    description: input.description,
+    fraudProtection: input.fraudProtection,
+    gateway: input.gateway,
+    gatewayReference: null,
+    cardBrand: input.card.brand,
+    cardLast4: input.card.last4,
+    cardExpMonth: input.card.expMonth,
+    cardExpYear: input.card.expYear,
+    cardToken: input.card.token,
+    riskScore: null,
+    fees: null,
+    settlementExpectedDate: null,
+    failureCode: null,
+    declineCode: null,
+    failureMessage: null,
+    platformFee: input.split?.platformFee ?? null,
+    roundingRemainder: input.split?.roundingRemainder ?? null,
+    splitStatus: input.split ? 'pending' : null,
+    workflowId,
+    requestIdempotencyKey: input.requestIdempotencyKey,
+    requestId: input.requestId,
+    metadata: input.metadata,
+  });
+  const transfers = (input.split?.transfers ?? []).map((t, position) => em.create(PaymentTransfer, {
+    id: t.id, ...scopeColumns(scope), paymentId: input.paymentId, position, destination: t.destination, amount: t.amount,
+    currency: input.currency, status: 'pending', gatewayReference: null, failureCode: null, failureMessage: null,
+  }));
+  try {
+    await em.flush();
+  } catch (err) {
+    if ((err as { code?: string }).code === '23505' && input.requestIdempotencyKey) {
+      const fresh = em.fork();
+      const other = await fresh.findOne(Payment, { requestIdempotencyKey: input.requestIdempotencyKey });
+      if (other && other.id !== input.paymentId) throw new DuplicatePaymentError(other.id);
+      if (other) return loadView(fresh, other);
+    }
+    throw err;
+  }
+  return paymentView(payment, transfers);
+}
+
+/** Applies the gateway's answer once; a repeated call returns the payment as it is. */
+export async function completeCharge(em: EntityManager, scope: Scope, paymentId: string, result: ChargeResult, requestId: string | null): Promise<PaymentView> {
+  return em.transactional(async (tx) => {
+    const payment = await tx.findOne(Payment, { id: paymentId }, { lockMode: PESSIMISTIC_WRITE });
+    if (!payment) throw notFound('payment', paymentId);
+    if (payment.status !== 'processing') return loadView(tx, payment);
+    payment.gatewayReference = result.reference;
+    payment.riskScore = result.riskScore;
+    const transfers = payment.kind === 'marketplace_split' ? await tx.find(PaymentTransfer, { paymentId }) : [];
+    if (result.outcome === 'succeeded') {
+      payment.status = 'succeeded';
+      payment.fees = result.fees;
+      payment.settlementExpectedDate = result.settlementDate;
+    } else {
+      payment.status = 'failed';
+      payment.failureCode = 'card_declined';
+      payment.declineCode = result.declineCode;
+      payment.failureMessage = result.message;
+      if (payment.kind === 'marketplace_split') {
+        payment.splitStatus = 'canceled';
+        for (const t of transfers) t.status = 'canceled';
+      }
+    }
+    payment.updatedAt = new Date();
+    const view = paymentView(payment, transfers);
+    recordEvent(tx, scope, {
+      type: result.outcome === 'succeeded' ? 'payment.succeeded' : 'payment.failed',
+      object: view, customerId: payment.customerId ?? null, requestId,
+    });
+    await tx.flush();
+    return view;
+  });
+}
+
+/** A payment the gateway could not charge at all (rejected request, or retries exhausted). */
+export async function failPayment(em: EntityManager, scope: Scope, paymentId: string, code: string, message: string, requestId: string | null): Promise<PaymentView> {
+  return em.transactional(async (tx) => {
+    const payment = await tx.findOne(Payment, { id: paymentId }, { lockMode: PESSIMISTIC_WRITE });
+    if (!payment) throw notFound('payment', paymentId);
+    if (payment.status !== 'processing') return loadView(tx, payment);
+    payment.status = 'failed';
+    payment.failureCode = code;
+    payment.declineCode = null;
+    payment.failureMessage = message;
+    const transfers = payment.kind === 'marketplace_split' ? await tx.find(PaymentTransfer, { paymentId }) : [];
+    if (payment.kind === 'marketplace_split') {
+      payment.splitStatus = 'canceled';
+      for (const t of transfers) t.status = 'canceled';
+    }
+    payment.updatedAt = new Date();
+    const view = paymentView(payment, transfers);
+    recordEvent(tx, scope, { type: 'payment.failed', object: view, customerId: payment.customerId ?? null, requestId });
+    await tx.flush();
+    return view;
+  });
+}
+
+export async function getTransfer(em: EntityManager, transferId: string): Promise<PaymentTransfer> {
+  const t = await em.findOne(PaymentTransfer, { id: transferId });
+  if (!t) throw notFound('transfer', transferId);
+  return t;
+}
+
+export async function recordTransferResult(em: EntityManager, transferId: string, result: TransferResult): Promise<TransferView> {
+  const t = await getTransfer(em, transferId);
+  if (t.status === 'pending') {
+    if (result.outcome === 'paid') {
+      t.status = 'paid';
+      t.gatewayReference = result.reference;
+    } else {
+      t.status = 'failed';
+      t.failureCode = result.code;
+      t.failureMessage = result.message;
+    }
+    await em.flush();
+  }
+  return transferView(t);
+}
+
+export async function markTransferReversed(em: EntityManager, transferId: string): Promise<void> {
+  await em.nativeUpdate(PaymentTransfer, { id: transferId, status: 'paid' }, { status: 'reversed', updatedAt: new Date() });
+}
+
+export async function finishSplit(em: EntityManager, paymentId: string, status: 'completed' | 'reversed'): Promise<PaymentView> {
+  const payment = await em.findOne(Payment, { id: paymentId });
+  if (!payment) throw notFound('payment', paymentId);
+  if (status === 'reversed') await em.nativeUpdate(PaymentTransfer, { paymentId, status: 'pending' }, { status: 'canceled', updatedAt: new Date() });
+  if (payment.splitStatus === 'pending') {
+    payment.splitStatus = status;
+    await em.flush();
+  }
+  return loadView(em, payment);
+}
+
+/**
+ * Reserves a refund: in one statement, the payment's refunded amount grows by the refund only if
+ * that leaves it within the amount charged (re-checked under the row lock, so concurrent refunds
+ * can never refund more than was paid); the refund row is written in the same transaction.
+ */
+export async function reserveRefund(pool: Pool, input: RefundWorkflowInput, workflowId: string): Promise<RefundOutcome> {
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    const prior = await client.query<RefundRow>(
+      `select * from payment_refunds where id = $1
+          or (account_id = $2 and livemode = $3 and request_idempotency_key = $4)`,
+      [input.refundId, input.accountId, input.livemode, input.requestIdempotencyKey]);
+    if (prior.rows[0]) {
+      await client.query('commit');
+      return { accepted: true, refund: refundRowView(prior.rows[0]) };
+    }
+    const reserved = await client.query<{ amount: string; currency: string }>(
+      `with cur as (
+         select amount - amount_refunded as remaining from payments where id = $1 and account_id = $2 and livemode = $3
+       )
+       update payments p set amount_refunded = p.amount_refunded + r.amt, updated_at = now()
+         from (select coalesce($4::bigint, remaining) as amt from cur) r
+        where p.id = $1 and p.account_id = $2 and p.livemode = $3
+          and p.status in ('succeeded', 'partially_refunded')
+          and r.amt > 0 and r.amt <= p.amount - p.amount_refunded
+       returning r.amt as amount, p.currency`,
+      [input.paymentId, input.accountId, input.livemode, input.amount],
+    );
+    const row = reserved.rows[0];
+    if (!row) {
+      await client.query('rollback');
+      const found = await client.query<{ status: PaymentStatus; amount: string; amount_refunded: string; currency: string }>(
+        'select status, amount, amount_refunded, currency from payments where id = $1 and account_id = $2 and livemode = $3',
+        [input.paymentId, input.accountId, input.livemode]);
+      const p = found.rows[0];
+      if (!p) return { accepted: false, code: 'payment_not_found', message: `No payment with id '${input.paymentId}'.`, remaining: null };
+      const remaining = Number(p.amount) - Number(p.amount_refunded);
+      if (p.status !== 'succeeded' && p.status !== 'partially_refunded') {
+        return { accepted: false, code: 'payment_not_refundable', message: `The payment is ${p.status}; only a succeeded payment can be refunded.`, remaining };
+      }
+      return {
+        accepted: false, code: 'refund_exceeds_remaining', remaining,
+        message: `The refund (${input.amount ?? remaining}) is more than what remains to refund on this payment (${remaining} ${p.currency} minor units).`,
+      };
+    }
+    const inserted = await client.query<RefundRow>(
+      `insert into payment_refunds
+         (id, account_id, livemode, payment_id, amount, currency, status, reason, workflow_id, request_idempotency_key, metadata, created_at, updated_at)
+       values ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9, $10, now(), now()) returning *`,
+      [input.refundId, input.accountId, input.livemode, input.paymentId, row.amount, row.currency, input.reason, workflowId,
+        input.requestIdempotencyKey, input.metadata],
+    );
+    await client.query('commit');
+    return { accepted: true, refund: refundRowView(inserted.rows[0]!) };
+  } catch (err) {
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+interface RefundRow {
+  id: string; livemode: boolean; payment_id: string; amount: string; currency: string; status: RefundView['status'];
+  reason: string | null; failure_message: string | null; workflow_id: string | null; metadata: Record<string, string>; created_at: Date;
+}
+
+function refundRowView(r: RefundRow): RefundView {
+  return {
+    id: r.id, object: 'refund', livemode: r.livemode, payment_id: r.payment_id, amount: Number(r.amount), currency: r.currency,
+    status: r.status, reason: r.reason, failure_message: r.failure_message, workflow_id: r.workflow_id, metadata: r.metadata,
+    created_at: new Date(r.created_at).toISOString(),
+  };
+}
+
+/** The gateway refunded: the refund succeeds and the payment shows it, with `payment.refunded`. */
+export async function completeRefund(em: EntityManager, scope: Scope, refundId: string, gatewayReference: string, requestId: string | null): Promise<RefundView> {
+  return em.transactional(async (tx) => {
+    const refund = await tx.findOne(PaymentRefund, { id: refundId }, { lockMode: PESSIMISTIC_WRITE });
+    if (!refund) throw notFound('refund', refundId);
+    if (refund.status !== 'pending') return refundView(refund);
+    const payment = await tx.findOne(Payment, { id: refund.paymentId }, { lockMode: PESSIMISTIC_WRITE });
+    if (!payment) throw notFound('payment', refund.paymentId);
+    refund.status = 'succeeded';
+    refund.gatewayReference = gatewayReference;
+    refund.updatedAt = new Date();
+    // amount_refunded already includes every reserved refund; the status counts the succeeded ones.
+    const succeeded = await tx.find(PaymentRefund, { paymentId: payment.id, status: 'succeeded' });
+    const refunded = succeeded.reduce((sum, r) => sum + r.amount, 0) + (succeeded.some((r) => r.id === refund.id) ? 0 : refund.amount);
+    payment.status = refunded >= payment.amount ? 'refunded' : 'partially_refunded';
+    payment.updatedAt = new Date();
+    const transfers = payment.kind === 'marketplace_split' ? await tx.find(PaymentTransfer, { paymentId: payment.id }) : [];
+    recordEvent(tx, scope, {
+      type: 'payment.refunded',
+      object: { ...paymentView(payment, transfers), refund: refundView(refund) },
+      customerId: payment.customerId ?? null, requestId,
+    });
+    await tx.flush();
+    return refundView(refund);
+  });
+}
+
+/** The gateway refused the refund: release the reservation (atomic decrement) and fail the refund. */
+export async function failRefund(em: EntityManager, refundId: string, message: string): Promise<RefundView> {
+  return em.transactional(async (tx) => {
+    const refund = await tx.findOne(PaymentRefund, { id: refundId }, { lockMode: PESSIMISTIC_WRITE });
+    if (!refund) throw notFound('refund', refundId);
+    if (refund.status !== 'pending') return refundView(refund);
+    refund.status = 'failed';
+    refund.failureMessage = message;
+    refund.updatedAt = new Date();
+    await tx.getConnection().execute(
+      'update payments set amount_refunded = amount_refunded - ?, updated_at = now() where id = ? and account_id = ? and livemode = ?',
+      [refund.amount, refund.paymentId, refund.accountId, refund.livemode], 'run', tx.getTransactionContext());
+    await tx.flush();
+    return refundView(refund);
+  });
+}
+
+export async function getRefund(em: EntityManager, refundId: string): Promise<RefundView> {
+  const refund = await em.findOne(PaymentRefund, { id: refundId });
+  if (!refund) throw notFound('refund', refundId);
+  return refundView(refund);
+}
+
+export async function paymentForRefund(em: EntityManager, paymentId: string): Promise<Payment> {
+  const payment = await em.findOne(Payment, { id: paymentId });
+  if (!payment) throw notFound('payment', paymentId);
+  return payment;
+}

@@ -1,0 +1,104 @@
+import { ApplicationFailure, allHandlersFinished, condition, proxyActivities, setHandler, log } from '@temporalio/workflow';
+import type { PaymentActivities } from '../../activities/payments.ts';
+import {
+  PAYMENT_FAILURES, awaitPaymentOutcomeUpdate, type PaymentView, type PaymentWorkflowInput,
+} from './shared.ts';
+
+/** Database steps: short, retried quickly. */
+const db = proxyActivities<PaymentActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+
+/**
+ * Gateway steps: an outage keeps the payment `processing` while the call is retried with
+ * exponential backoff (1 s doubling to 5 min) for up to a day; every retry carries the same
+ * gateway idempotency key. The heartbeat timeout notices a worker that died mid-call.
+ */
+const gateway = proxyActivities<PaymentActivities>({
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '5 seconds',
+  scheduleToCloseTimeout: '24 hours',
+  retry: {
+    initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes',
+    nonRetryableErrorTypes: [PAYMENT_FAILURES.gatewayRejected],
+  },
+});
+
+const TERMINAL = new Set<PaymentView['status']>(['succeeded', 'failed', 'partially_refunded', 'refunded']);
+
+/**
+ * One payment (`payment-pay_…`): record it, charge the card through the account's gateway, and for
+ * a marketplace split pay each destination, reversing the transfers already made (and refunding
+ * the charge) if one fails. The API starts it with the `awaitPaymentOutcome` update, which answers
+ * once the payment is recorded and either settled or still going after the request's wait.
+ */
+export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<PaymentView> {
+  let view: PaymentView | undefined;
+  let finished = false;
+  let rejected: ApplicationFailure | undefined;
+  const ref = { paymentId: input.paymentId, accountId: input.accountId, livemode: input.livemode, requestId: input.requestId };
+
+  setHandler(awaitPaymentOutcomeUpdate, async ({ waitMs }) => {
+    await condition(() => view !== undefined || rejected !== undefined);
+    if (rejected) throw rejected;
+    if (!finished && waitMs > 0) await condition(() => finished, waitMs);
+    return view!;
+  });
+
+  try {
+    view = await db.recordPayment(input);
+  } catch (err) {
+    rejected = ApplicationFailure.nonRetryable('The payment could not be recorded.', PAYMENT_FAILURES.duplicatePayment, String(err));
+    await condition(allHandlersFinished);
+    throw rejected;
+  }
+
+  if (view.status === 'processing') {
+    try {
+      view = await gateway.chargePayment({
+        ...ref, gateway: input.gateway, amount: input.amount, currency: input.currency, cardToken: input.card.token,
+        fingerprint: input.card.fingerprint, customerId: input.customerId, description: input.description,
+        fraudProtection: input.fraudProtection,
+      });
+    } catch (err) {
+      log.warn('charge failed for good', { paymentId: input.paymentId, error: String(err) });
+      view = await db.failPayment({ ...ref, code: 'processing_error', message: 'The gateway could not process the payment.' });
+    }
+  }
+
+  if (input.split && view.status === 'succeeded' && view.split?.status === 'pending') {
+    view = await runTransfers(input, view, ref);
+  }
+
+  finished = TERMINAL.has(view.status);
+  await condition(allHandlersFinished);
+  return view;
+}
+
+/** The split's saga: transfers in order; on a failure, compensate in reverse order, then refund. */
+async function runTransfers(
+  input: PaymentWorkflowInput, view: PaymentView, ref: { paymentId: string; accountId: string; livemode: boolean; requestId: string | null },
+): Promise<PaymentView> {
+  const split = input.split!;
+  const paid: string[] = [];
+  for (const planned of split.transfers) {
+    const result = await gateway.transferSplitPart({ ...ref, gateway: input.gateway, transferId: planned.id });
+    if (result.status === 'paid') {
+      paid.push(planned.id);
+      continue;
+    }
+    for (const transferId of paid.reverse()) {
+      await gateway.reverseSplitTransfer({ ...ref, gateway: input.gateway, transferId });
+    }
+    const refund = await db.reserveRefund({
+      refundId: split.compensationRefundId, paymentId: input.paymentId, accountId: input.accountId, livemode: input.livemode,
+      amount: null, reason: 'split_transfer_failed', metadata: { failed_transfer: planned.id }, requestId: input.requestId, requestIdempotencyKey: null,
+    });
+    if (refund.accepted) {
+      await gateway.executeRefund({ refundId: split.compensationRefundId, paymentId: input.paymentId, accountId: input.accountId, livemode: input.livemode, requestId: input.requestId });
+    }
+    return db.finishSplit({ ...ref, status: 'reversed' });
+  }
+  return db.finishSplit({ ...ref, status: 'completed' });
+}
