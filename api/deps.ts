@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Pool } from 'pg';
-import type { LeaseReleaser } from './http/admission.ts';
+import type { ConcurrencyTracker } from './http/admission.ts';
 import type { PaymentGateways } from '../domain/payments/gateways/index.ts';
 import type { RequestLogBuffer } from '../domain/requests/log-buffer.ts';
 import type { Config } from '../platform/config.ts';
@@ -18,6 +18,6 @@ export interface AppDeps {
   requestLog: RequestLogBuffer;
   /** Payment gateways (card tokenization happens in the API, before any workflow sees the card). */
   paymentGateways: PaymentGateways;
-  /** Releases the concurrency slots of finished requests. */
-  leases: LeaseReleaser;
+  /** This instance's share of the per-key concurrency limit. */
+  concurrency: ConcurrencyTracker;
 }

@@ -7,7 +7,7 @@ import type { Config } from '../platform/config.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { TemporalHandle } from '../platform/temporal.ts';
 import { createApp } from './app.ts';
-import { LeaseReleaser } from './http/admission.ts';
+import { ConcurrencyTracker } from './http/admission.ts';
 import type { AppDeps } from './deps.ts';
 
 export interface RunningApi {
@@ -30,7 +30,7 @@ export async function startApiServer(opts: {
     logger: opts.logger,
     requestLog: new RequestLogBuffer(pool, opts.logger, opts.config.REQUEST_LOG_FLUSH_MS),
     paymentGateways: opts.paymentGateways ?? createPaymentGateways(opts.config, async () => pool),
-    leases: new LeaseReleaser(pool, (err) => opts.logger.warn('concurrency leases not released', { error: err.message })),
+    concurrency: new ConcurrencyTracker(pool, (err) => opts.logger.warn('concurrency counter not updated', { error: err.message })),
   };
   const app = createApp(deps);
   const server: Server = await new Promise((resolve, reject) => {
@@ -49,7 +49,7 @@ export async function startApiServer(opts: {
         server.close(() => resolve());
         server.closeIdleConnections();
       });
-      await Promise.all([deps.requestLog.flush(), deps.leases.flush()]);
+      await Promise.all([deps.requestLog.flush(), deps.concurrency.close()]);
     },
   };
 }

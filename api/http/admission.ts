@@ -7,8 +7,9 @@ import { ApiError } from '../../platform/errors.ts';
 import type { AppDeps } from '../deps.ts';
 import { state, type AuthContext } from './context.ts';
 
-/** How long a concurrency slot outlives a process that died holding it. */
-const LEASE_SECONDS = 60;
+/** An instance's in-flight count stops counting this long after its last heartbeat (a crash). */
+const STALE_SECONDS = 30;
+const HEARTBEAT_MS = 10_000;
 
 interface AdmitRow {
   outcome: 'unknown' | 'revoked' | 'expired' | 'minute_limited' | 'day_limited' | 'concurrency_limited' | 'admitted';
@@ -48,12 +49,12 @@ export async function admit(deps: AppDeps, req: Request, res: Response): Promise
       'Use `Authorization: Bearer bp_live_…` (or bp_test_…, bp_rk_…) with the full key text as it was shown at creation.');
   }
   const limits = deps.config;
-  const leaseId = randomUUID();
+  const [releasedKeys, releasedCounts] = deps.concurrency.take();
   const { rows } = await deps.pool.query<AdmitRow>({
     name: 'bp_admit',
-    text: 'select * from bp_admit($1, $2, $3, $4, $5, $6, $7, $8)',
-    values: [hashKey(match[1]!), leaseId, deps.leases.take(), limits.RATE_LIMIT_PER_MINUTE,
-      limits.RATE_LIMIT_PER_MINUTE_PREMIUM, limits.RATE_LIMIT_PER_DAY, limits.RATE_LIMIT_CONCURRENCY, LEASE_SECONDS],
+    text: 'select * from bp_admit($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+    values: [hashKey(match[1]!), deps.concurrency.instanceId, releasedKeys, releasedCounts, limits.RATE_LIMIT_PER_MINUTE,
+      limits.RATE_LIMIT_PER_MINUTE_PREMIUM, limits.RATE_LIMIT_PER_DAY, limits.RATE_LIMIT_CONCURRENCY, STALE_SECONDS],
   });
   const row = rows[0]!;
   switch (row.outcome) {
@@ -70,7 +71,8 @@ export async function admit(deps: AppDeps, req: Request, res: Response): Promise
 
   if (row.outcome !== 'admitted') throw limited(row);
 
-  res.once('close', () => deps.leases.release(leaseId));
+  deps.concurrency.started(row.key_id);
+  res.once('close', () => deps.concurrency.finished(row.key_id));
   const auth: AuthContext = {
     keyId: row.key_id, accountId: row.account_id, livemode: row.livemode,
     keyType: row.key_type, permissions: row.permissions, tier: row.tier,
@@ -135,41 +137,70 @@ function limited(row: AdmitRow): ApiError {
 }
 
 /**
- * Concurrency slots of finished requests, released in bulk: the next admission carries them to
- * the database in its own round trip, and a short timer releases them when no request follows.
+ * This instance's side of the concurrency limit. Each API instance has one counter row per key
+ * (`concurrency_counters`); admissions add to it in the database. Finished requests are subtracted
+ * in bulk at the end of the event-loop turn in which they finished (an admission in that same turn
+ * carries them in its own round trip instead). While requests are in flight, a heartbeat keeps the instance's rows counting;
+ * if the instance dies, its rows go stale and stop counting after STALE_SECONDS.
  */
-export class LeaseReleaser {
-  private pending: string[] = [];
-  private timer: NodeJS.Timeout | null = null;
+export class ConcurrencyTracker {
+  readonly instanceId = randomUUID();
+  private readonly local = new Map<string, number>();
+  private pending = new Map<string, number>();
+  private flushScheduled: NodeJS.Immediate | null = null;
+  private readonly heartbeat: NodeJS.Timeout;
   private readonly pool: Pool;
   private readonly onError: (err: Error) => void;
-  private readonly delayMs: number;
 
-  constructor(pool: Pool, onError: (err: Error) => void, delayMs = 50) {
+  constructor(pool: Pool, onError: (err: Error) => void) {
     this.pool = pool;
     this.onError = onError;
-    this.delayMs = delayMs;
+    this.heartbeat = setInterval(() => void this.beat(), HEARTBEAT_MS).unref();
   }
 
-  release(leaseId: string): void {
-    this.pending.push(leaseId);
-    this.timer ??= setTimeout(() => void this.flush(), this.delayMs).unref();
+  started(keyId: string): void {
+    this.local.set(keyId, (this.local.get(keyId) ?? 0) + 1);
   }
 
-  /** Hands the pending releases to an admission, which deletes them first. */
-  take(): string[] {
+  finished(keyId: string): void {
+    const left = (this.local.get(keyId) ?? 1) - 1;
+    if (left > 0) this.local.set(keyId, left);
+    else this.local.delete(keyId);
+    this.pending.set(keyId, (this.pending.get(keyId) ?? 0) + 1);
+    // Sent at the end of this event-loop turn: prompt (a client's next request, possibly to another
+    // instance, must not find the slot still taken), yet batched when many requests finish at once.
+    this.flushScheduled ??= setImmediate(() => void this.flush());
+  }
+
+  /** Hands the finished counts to an admission, which subtracts them first. */
+  take(): [string[], number[]] {
     const taken = this.pending;
-    this.pending = [];
-    return taken;
+    this.pending = new Map();
+    return [[...taken.keys()], [...taken.values()]];
   }
 
   async flush(): Promise<void> {
-    this.timer = null;
-    const ids = this.take();
-    if (!ids.length) return;
-    await this.pool.query('delete from concurrency_leases where lease_id = any($1)', [ids]).then(
-      () => undefined,
-      (err: Error) => this.onError(err),
-    );
+    if (this.flushScheduled) clearImmediate(this.flushScheduled);
+    this.flushScheduled = null;
+    const [keys, counts] = this.take();
+    if (!keys.length) return;
+    await this.pool.query(
+      `update concurrency_counters c set in_flight = greatest(0, c.in_flight - r.n)
+         from unnest($2::text[], $3::int[]) as r(k, n) where c.api_key_id = r.k and c.instance_id = $1`,
+      [this.instanceId, keys, counts],
+    ).then(() => undefined, (err: Error) => this.onError(err));
+  }
+
+  private async beat(): Promise<void> {
+    if (!this.local.size) return;
+    await this.pool.query(
+      'update concurrency_counters set heartbeat_at = clock_timestamp() where instance_id = $1 and api_key_id = any($2)',
+      [this.instanceId, [...this.local.keys()]],
+    ).then(() => undefined, (err: Error) => this.onError(err));
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.heartbeat);
+    await this.flush();
   }
 }

@@ -116,85 +116,73 @@ export class Migration0001PlatformFoundation extends Migration {
         count integer not null,
         primary key (api_key_id, period, window_start)
       );
-      create unlogged table concurrency_leases (
-        lease_id text primary key,
+      -- Requests in flight, one counter per key and API instance. An instance refreshes
+      -- heartbeat_at while it has requests in flight; a crashed instance's count stops counting
+      -- once its heartbeat is stale.
+      create unlogged table concurrency_counters (
         api_key_id text not null,
-        expires_at timestamptz not null
+        instance_id text not null,
+        in_flight integer not null,
+        heartbeat_at timestamptz not null,
+        primary key (api_key_id, instance_id)
       );
-      create index concurrency_leases_key on concurrency_leases (api_key_id, expires_at);
     `);
 
     // Authentication and every rate limit in one round trip. Admissions of one key are serialised
-    // by the lock on its minute-counter row (held to commit), and each later statement sees what the
-    // previous admission committed, so the in-flight count is exact across processes. Leases whose
-    // requests finished arrive in p_released (saving a round trip each); a lease left behind by a
-    // crashed process expires after p_lease_seconds.
+    // by the lock on its minute-counter row (held to commit); each later statement of the function
+    // sees what earlier admissions committed, so the in-flight sum is exact across instances.
+    // Requests that finished since the instance's last admission arrive as p_released_* (saving a
+    // round trip per request).
     this.addSql(`
       create function bp_admit(
-        p_key_hash text, p_lease_id text, p_released text[],
-        p_minute_standard integer, p_minute_premium integer, p_day_limit integer,
-        p_concurrency integer, p_lease_seconds integer
+        p_key_hash text, p_instance text, p_released_keys text[], p_released_counts integer[],
+        p_minute_standard integer, p_minute_premium integer, p_day_limit integer, p_concurrency integer, p_stale_seconds integer
       ) returns table (
-        outcome text, key_id text, account_id text, key_type text, livemode boolean,
-        permissions text[], tier text,
-        minute_limit integer, minute_count integer, day_count integer, in_flight integer,
-        now_epoch_ms bigint
+        outcome text, key_id text, account_id text, key_type text, livemode boolean, permissions text[], tier text,
+        minute_limit integer, minute_count integer, day_count integer, in_flight integer, now_epoch_ms bigint
       ) language plpgsql as $fn$
       declare
         k record;
         v_now timestamptz := clock_timestamp();
       begin
         now_epoch_ms := (extract(epoch from v_now) * 1000)::bigint;
-        if cardinality(p_released) > 0 then
-          delete from concurrency_leases cl where cl.lease_id = any(p_released);
+        if cardinality(p_released_keys) > 0 then
+          update concurrency_counters c set in_flight = greatest(0, c.in_flight - r.n)
+            from unnest(p_released_keys, p_released_counts) as r(k, n)
+           where c.api_key_id = r.k and c.instance_id = p_instance;
         end if;
         select ak.id, ak.account_id, ak.type, ak.livemode, ak.permissions, ak.status, ak.expires_at, a.tier
-          into k
-          from api_keys ak join accounts a on a.id = ak.account_id
-         where ak.key_hash = p_key_hash;
-        if not found then
-          outcome := 'unknown';
-          return next;
-          return;
-        end if;
+          into k from api_keys ak join accounts a on a.id = ak.account_id where ak.key_hash = p_key_hash;
+        if not found then outcome := 'unknown'; return next; return; end if;
         key_id := k.id; account_id := k.account_id; key_type := k.type; livemode := k.livemode;
         permissions := k.permissions; tier := k.tier;
-        if k.status = 'revoked' then
-          outcome := 'revoked';
-          return next;
-          return;
-        end if;
-        if k.expires_at is not null and k.expires_at <= v_now then
-          outcome := 'expired';
-          return next;
-          return;
-        end if;
-
+        if k.status = 'revoked' then outcome := 'revoked'; return next; return; end if;
+        if k.expires_at is not null and k.expires_at <= v_now then outcome := 'expired'; return next; return; end if;
         minute_limit := case when k.tier = 'premium' then p_minute_premium else p_minute_standard end;
-        insert into rate_limit_windows as w (api_key_id, period, window_start, count)
-          values (k.id, 'minute', date_trunc('minute', v_now), 1)
+      
+        with counted as (
+          insert into rate_limit_windows as w (api_key_id, period, window_start, count)
+          values (k.id, 'minute', date_trunc('minute', v_now), 1), (k.id, 'day', date_trunc('day', v_now, 'UTC'), 1)
           on conflict (api_key_id, period, window_start) do update set count = w.count + 1
-          returning w.count into minute_count;
-        insert into rate_limit_windows as w (api_key_id, period, window_start, count)
-          values (k.id, 'day', date_trunc('day', v_now, 'UTC'), 1)
-          on conflict (api_key_id, period, window_start) do update set count = w.count + 1
-          returning w.count into day_count;
-
-        delete from concurrency_leases cl where cl.api_key_id = k.id and cl.expires_at < v_now;
-        select count(*) into in_flight from concurrency_leases cl where cl.api_key_id = k.id;
-
-        if minute_count > minute_limit then
-          outcome := 'minute_limited';
-        elsif day_count > p_day_limit then
-          outcome := 'day_limited';
-        elsif in_flight >= p_concurrency then
-          outcome := 'concurrency_limited';
+          returning w.period, w.count
+        )
+        select max(count) filter (where period = 'minute'), max(count) filter (where period = 'day')
+          into minute_count, day_count from counted;
+      
+        select coalesce(sum(c.in_flight), 0) into in_flight from concurrency_counters c
+         where c.api_key_id = k.id and c.heartbeat_at > v_now - make_interval(secs => p_stale_seconds);
+      
+        if minute_count > minute_limit then outcome := 'minute_limited';
+        elsif day_count > p_day_limit then outcome := 'day_limited';
+        elsif in_flight >= p_concurrency then outcome := 'concurrency_limited';
         else
-          insert into concurrency_leases (lease_id, api_key_id, expires_at)
-            values (p_lease_id, k.id, v_now + make_interval(secs => p_lease_seconds));
+          insert into concurrency_counters as c (api_key_id, instance_id, in_flight, heartbeat_at)
+            values (k.id, p_instance, 1, v_now)
+            on conflict (api_key_id, instance_id) do update
+              set in_flight = case when c.heartbeat_at > v_now - make_interval(secs => p_stale_seconds) then c.in_flight + 1 else 1 end,
+                  heartbeat_at = v_now;
           in_flight := in_flight + 1;
           outcome := 'admitted';
-          -- "last used" to the nearest 10 seconds: one write per key per 10 s, not per request.
           update api_keys set last_used_at = v_now
            where id = k.id and (last_used_at is null or last_used_at < v_now - interval '10 seconds');
         end if;

@@ -94,7 +94,7 @@ describe('rate limits', () => {
       return { req, done };
     });
     for (let i = 0; i < 100; i++) {
-      const [row] = await platform.sql<{ n: string }>('select count(*) as n from concurrency_leases');
+      const [row] = await platform.sql<{ n: string }>('select coalesce(sum(in_flight), 0) as n from concurrency_counters');
       if (Number(row!.n) === 10) break;
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -107,10 +107,20 @@ describe('rate limits', () => {
     expect(await Promise.all(pending.map((p) => p.done))).toEqual(Array(10).fill(201));
     // Slots are released once responses are done.
     for (let i = 0; i < 50; i++) {
-      const [row] = await platform.sql<{ n: string }>('select count(*) as n from concurrency_leases');
+      const [row] = await platform.sql<{ n: string }>('select coalesce(sum(in_flight), 0) as n from concurrency_counters');
       if (Number(row!.n) === 0) break;
       await new Promise((r) => setTimeout(r, 50));
     }
+    expect((await http('/v3/customers', { key })).status).toBe(200);
+  });
+
+  it('stops counting the requests of an instance that died (stale heartbeat)', async () => {
+    const key = await platform.newKey();
+    const [{ id }] = await platform.sql<{ id: string }>("select id from api_keys order by id desc limit 1");
+    // An instance that crashed with ten requests in flight: its counter row stops being refreshed.
+    await platform.sql(`insert into concurrency_counters values ($1, 'dead-instance', 10, clock_timestamp())`, [id]);
+    expect((await http('/v3/customers', { key })).body.code).toBe('concurrency_limited');
+    await platform.sql(`update concurrency_counters set heartbeat_at = clock_timestamp() - interval '31 seconds' where instance_id = 'dead-instance'`);
     expect((await http('/v3/customers', { key })).status).toBe(200);
   });
 });
