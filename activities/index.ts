@@ -1,12 +1,15 @@
 import { createPaymentActivities, type PaymentActivityDeps } from './payments.ts';
 import { createPlatformActivities, type PlatformActivityDeps } from './platform.ts';
+import { createEventActivities, type EventActivityDeps } from './events.ts';
+import { createWebhookActivities, type WebhookActivityDeps } from './webhooks.ts';
 
 /** Every area's activities; the worker registers them on the area's task queue. */
-export type ActivityDeps = PlatformActivityDeps & PaymentActivityDeps;
+export type ActivityDeps = PlatformActivityDeps & PaymentActivityDeps & WebhookActivityDeps & EventActivityDeps;
 
 export function createActivities(deps: ActivityDeps) {
   return {
     platform: createPlatformActivities(deps),
+    webhooks: { ...createWebhookActivities(deps), ...createEventActivities(deps) },
     payments: createPaymentActivities(deps),
   };
 }

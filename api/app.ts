@@ -15,12 +15,14 @@ import { mountRoutes, type RouteSpec } from './http/route.ts';
 import { sendDocument } from './http/send.ts';
 import { buildOpenApi, type ExtraRoute } from './openapi.ts';
 import { customerRoutes } from './v3/customers.ts';
+import { eventRoutes } from './v3/events.ts';
+import { webhookRoutes } from './v3/webhooks.ts';
 import { paymentRoutes } from './v3/payments.ts';
 
 export const API_VERSION = '3.2.1';
 
 /** Every /v3 route, in one list: mounted, validated and documented from the same definitions. */
-export const v3Routes: RouteSpec<any, any, any>[] = [...customerRoutes, ...paymentRoutes];
+export const v3Routes: RouteSpec<any, any, any>[] = [...customerRoutes, ...paymentRoutes, ...webhookRoutes, ...eventRoutes];
 
 const extraRoutes: ExtraRoute[] = [
   { method: 'get', path: '/healthz', summary: 'Liveness: the process is up', tag: 'Operations', security: false },

@@ -34,6 +34,18 @@ const schema = z.object({
   RATE_LIMIT_CONCURRENCY: positiveInt.default(10),
   REQUEST_LOG_FLUSH_MS: positiveInt.default(1000),
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  /** Webhooks: how long one delivery attempt may take (connect, send, answer), in ms. */
+  WEBHOOK_TIMEOUT_MS: positiveInt.max(120_000).default(15_000),
+  /** Webhooks: the nominal waits before each retry, comma-separated durations (ms, s, m, h); jittered, capped by the window. */
+  WEBHOOK_RETRY_SCHEDULE: z.string().regex(/^\s*\d+(ms|s|m|h)\s*(,\s*\d+(ms|s|m|h)\s*)*$/, 'expected durations such as 5s,30s,2m,1h').default('5s,30s,2m,10m,30m,1h,2h,4h,8h,8h'),
+  /** Webhooks: no attempt is made later than this after a delivery's first attempt. */
+  WEBHOOK_RETRY_WINDOW: z.string().regex(/^\d+(ms|s|m|h)$/, 'expected a duration such as 24h').default('24h'),
+  /** Webhooks: each retry wait is multiplied by a random factor in [1 - jitter, 1 + jitter]. */
+  WEBHOOK_RETRY_JITTER: z.coerce.number().min(0).max(0.5).default(0.2),
+  /** Webhooks: a worker that dies mid-attempt is noticed after this long (the attempt then runs again). */
+  WEBHOOK_HEARTBEAT_TIMEOUT_MS: positiveInt.min(500).default(10_000),
+  /** Outbox: how often the dispatcher sweeps for undispatched events when no write has nudged it. */
+  EVENT_DISPATCH_SWEEP_MS: positiveInt.min(100).default(5000),
   /** Payments: how long POST /v3/payments/process waits for the gateway before answering 202. */
   PAYMENTS_SYNC_WAIT_MS: z.coerce.number().int().min(0).max(25_000).default(5000),
   /** Live-mode gateway for accounts that have not chosen one; default: stripe when STRIPE_API_KEY is set, else sandbox. */

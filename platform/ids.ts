@@ -10,6 +10,8 @@ export const ID_PREFIX = {
   customer: 'cus',
   event: 'evt',
   request: 'req',
+  webhookEndpoint: 'whk',
+  webhookDelivery: 'whd',
   payment: 'pay',
   refund: 're',
   transfer: 'tr',

@@ -2,7 +2,11 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, t
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { Client } from '@temporalio/client';
 import { createActivities } from '../activities/index.ts';
+import { closeSenderConnections } from '../domain/webhooks/sender.ts';
+import type { Config } from '../platform/config.ts';
+import { startEventDispatchTrigger } from './event-dispatch.ts';
 import { nativePool } from '../db/orm.ts';
 import { createPaymentGateways, type PaymentGateways } from '../domain/payments/gateways/index.ts';
 import { loadConfig } from '../platform/config.ts';
@@ -43,6 +47,8 @@ export interface WorkerOptions {
   logLevel?: string;
   /** A prebuilt bundle; without one, each start bundles from `WORKFLOWS_PATH`. */
   bundle?: WorkflowBundleOption;
+  /** Settings for activities (webhook timeouts and retry schedule, …); default: loaded from the environment. */
+  config?: Config;
   /** Payment gateways for the payment activities; default: built from the environment. */
   paymentGateways?: PaymentGateways;
 }
@@ -61,8 +67,15 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   installRuntime(opts.logLevel ?? 'warn');
   const connection = await NativeConnection.connect({ address: opts.address });
   const bundle = opts.bundle ?? defaultBundle() ?? (await buildWorkflowBundle());
+  const config = opts.config ?? loadConfig();
+  // A client on the worker's own connection, for activities that start workflows (the event dispatcher).
+  const client = new Client({ connection, namespace: opts.namespace });
   const activities = createActivities({
     orm: opts.orm,
+    config,
+    logger: opts.logger,
+    temporal: client,
+    taskQueue: (area) => taskQueueName(opts.taskQueuePrefix, area),
     gateways: opts.paymentGateways ?? createPaymentGateways(loadConfig(), () => nativePool(opts.orm)),
   });
   const workers = await Promise.all(
@@ -77,14 +90,19 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
       })),
   );
   const done = Promise.all(workers.map((w) => w.run())).then(() => undefined);
+  const eventDispatch = await startEventDispatchTrigger({
+    orm: opts.orm, client, taskQueuePrefix: opts.taskQueuePrefix, sweepMs: config.EVENT_DISPATCH_SWEEP_MS, logger: opts.logger,
+  });
   opts.logger.info('workers polling', { queues: AREAS_WITH_QUEUES.map((a) => taskQueueName(opts.taskQueuePrefix, a)) });
   let stopping: Promise<void> | null = null;
   return {
     done,
     shutdown() {
       stopping ??= (async () => {
+        await eventDispatch.stop();
         for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
         await done.catch(() => undefined);
+        closeSenderConnections();
         await connection.close();
       })();
       return stopping;

@@ -1,4 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import type { CustomerMetrics } from '../customers/metrics.ts';
 import { scopeFilter } from '../scope.ts';
 
 /**
@@ -19,6 +20,10 @@ export const DomainEvent = defineEntity({
     customerId: p.string().nullable(),
     requestId: p.string().nullable(),
     dispatchedAt: p.datetime().nullable(),
+    /** For events about a customer: `customerMetrics()` as of dispatch, stored so every endpoint and retry sees the same. */
+    customerMetrics: p.json<CustomerMetrics>().nullable(),
+    /** A test event (POST /v3/webhooks/{id}/test): sent to one endpoint, never fanned out or listed. */
+    synthetic: p.boolean().default(false),
     createdAt: p.datetime().onCreate(() => new Date()),
   },
 });

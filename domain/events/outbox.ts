@@ -1,26 +1,21 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../platform/ids.ts';
 import { scopeColumns, type Scope } from '../scope.ts';
+import type { EventType } from './catalog.ts';
 import { DomainEvent } from './entities.ts';
-
-export interface EventView {
-  id: string;
-  object: 'event';
-  type: string;
-  livemode: boolean;
-  created_at: string;
-  request_id: string | null;
-  data: Record<string, unknown>;
-}
 
 /**
  * Records a domain event in the outbox. Call it with the EntityManager that holds the change the
- * event describes: the event row is written by the same flush, in the same transaction.
+ * event describes: the event row is written by the same flush, in the same transaction. A trigger
+ * on `events` notifies the dispatcher when the transaction commits (see domain/events/dispatch.ts).
+ *
+ * `type` must be in the event catalog (domain/events/catalog.ts): add a new kind there, with an
+ * example payload, before emitting it.
  */
 export function recordEvent(
   em: EntityManager,
   scope: Scope,
-  event: { type: string; object: object; previousAttributes?: Record<string, unknown>; customerId?: string | null; requestId?: string | null },
+  event: { type: EventType; object: object; previousAttributes?: Record<string, unknown>; customerId?: string | null; requestId?: string | null },
 ): DomainEvent {
   const data: Record<string, unknown> = { object: event.object };
   if (event.previousAttributes) data.previous_attributes = event.previousAttributes;
@@ -32,17 +27,7 @@ export function recordEvent(
     customerId: event.customerId ?? null,
     requestId: event.requestId ?? null,
     dispatchedAt: null,
+    customerMetrics: null,
+    synthetic: false,
   });
-}
-
-export function eventView(e: DomainEvent): EventView {
-  return {
-    id: e.id,
-    object: 'event',
-    type: e.type,
-    livemode: e.livemode,
-    created_at: e.createdAt.toISOString(),
-    request_id: e.requestId ?? null,
-    data: e.data,
-  };
 }

@@ -60,7 +60,7 @@ export async function startTestPlatform(opts: { env?: Record<string, string>; wo
   if (opts.worker) {
     workers = await startWorkers({
       address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix, orm, logger,
-      bundle: { codePath: inject('bundlePath') },
+      bundle: { codePath: inject('bundlePath') }, config,
     });
   }
   const api = await startApiServer({ config, orm, temporal, logger, port: 0, host: '127.0.0.1' });

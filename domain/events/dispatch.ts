@@ -1,0 +1,158 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowIdReusePolicy } from '@temporalio/common';
+import { nativePool } from '../../db/orm.ts';
+import type { Logger } from '../../platform/logger.ts';
+import type { QueueArea } from '../../platform/temporal.ts';
+import type { DispatchBatchResult } from '../../workflows/webhooks/shared.ts';
+import { customerMetrics, type CustomerMetrics } from '../customers/metrics.ts';
+import { scopedEm } from '../scope.ts';
+import type { EventConsumer, OutboxEvent, WorkflowStartRequest } from './consumers.ts';
+
+/** The PostgreSQL channel the `events` insert trigger notifies (migration 0003). */
+export const EVENTS_CHANNEL = 'bp_events';
+
+export interface DispatchDeps {
+  orm: MikroORM;
+  temporal: Client;
+  taskQueue(area: QueueArea): string;
+  consumers: readonly EventConsumer[];
+  logger?: Logger;
+  /** Called as work progresses (the activity's heartbeat, so a dispatcher lost with its worker is retried soon). */
+  heartbeat?: () => void;
+}
+
+interface EventRow {
+  id: string;
+  account_id: string;
+  livemode: boolean;
+  type: string;
+  data: Record<string, unknown>;
+  customer_id: string | null;
+  request_id: string | null;
+  customer_metrics: CustomerMetrics | null;
+  created_at: Date;
+}
+
+/** Workflow starts in flight at once (each is one round trip to Temporal). */
+const START_CONCURRENCY = 32;
+
+async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+/**
+ * One pass over the outbox: reads up to `batchSize` undispatched events (oldest first, across
+ * accounts — the dispatcher is the one reader that is not confined to a scope; each consumer
+ * plans with an EntityManager scoped to the event's account and mode), stores the customer
+ * metrics of events about a customer, starts every planned workflow under its deterministic id
+ * (reject-duplicate, so an event seen twice starts nothing twice), and only then marks the events
+ * dispatched. A crash anywhere leaves the event undispatched for the next pass; an event whose
+ * planning or start failed stays undispatched too and is retried at the next sweep.
+ */
+export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: number): Promise<DispatchBatchResult> {
+  const pool = await nativePool(deps.orm);
+  const { rows } = await pool.query<EventRow>(
+    `select id, account_id, livemode, type, data, customer_id, request_id, customer_metrics, created_at
+       from events where dispatched_at is null order by id limit $1`,
+    [batchSize],
+  );
+  if (rows.length === 0) return { events: 0, started: 0, alreadyStarted: 0, failed: 0, more: false };
+
+  const scoped = new Map<string, EntityManager>();
+  const emFor = (row: EventRow) => {
+    const key = `${row.account_id}:${row.livemode}`;
+    let sem = scoped.get(key);
+    if (!sem) scoped.set(key, (sem = scopedEm(deps.orm, { accountId: row.account_id, livemode: row.livemode })));
+    return sem;
+  };
+
+  // Customer metrics first, committed before any delivery can read the event.
+  const metricsCache = new Map<string, Promise<CustomerMetrics>>();
+  const metricIds: string[] = [];
+  const metricValues: string[] = [];
+  const failedIds = new Set<string>();
+  for (const row of rows) {
+    if (!row.customer_id || row.customer_metrics) continue;
+    const key = `${row.account_id}:${row.livemode}:${row.customer_id}`;
+    try {
+      let metrics = metricsCache.get(key);
+      if (!metrics) metricsCache.set(key, (metrics = customerMetrics(emFor(row), row.customer_id)));
+      row.customer_metrics = await metrics;
+      metricIds.push(row.id);
+      metricValues.push(JSON.stringify(row.customer_metrics));
+    } catch (err) {
+      failedIds.add(row.id);
+      deps.logger?.warn('customer metrics failed; event left for the next sweep', { event_id: row.id, error: err });
+    }
+  }
+  if (metricIds.length) {
+    await pool.query(
+      `update events e set customer_metrics = v.m
+         from (select unnest($1::text[]) as id, unnest($2::jsonb[]) as m) v
+        where e.id = v.id and e.customer_metrics is null`,
+      [metricIds, metricValues],
+    );
+  }
+
+  const planned: { eventId: string; request: WorkflowStartRequest }[] = [];
+  for (const row of rows) {
+    if (failedIds.has(row.id)) continue;
+    deps.heartbeat?.();
+    const event: OutboxEvent = {
+      id: row.id, type: row.type, accountId: row.account_id, livemode: row.livemode, customerId: row.customer_id,
+      requestId: row.request_id, data: row.data, createdAt: new Date(row.created_at),
+    };
+    for (const consumer of deps.consumers) {
+      try {
+        for (const request of await consumer.plan(event, emFor(row))) planned.push({ eventId: row.id, request });
+      } catch (err) {
+        failedIds.add(row.id);
+        deps.logger?.warn('event consumer failed to plan; event left for the next sweep', { event_id: row.id, consumer: consumer.name, error: err });
+      }
+    }
+  }
+
+  let started = 0;
+  let alreadyStarted = 0;
+  await mapLimit(planned, START_CONCURRENCY, async ({ eventId, request }) => {
+    if (failedIds.has(eventId)) return;
+    deps.heartbeat?.();
+    try {
+      await deps.temporal.workflow.start(request.workflowType, {
+        workflowId: request.workflowId,
+        taskQueue: deps.taskQueue(request.area),
+        args: request.args,
+        searchAttributes: request.searchAttributes,
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      });
+      started++;
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) {
+        alreadyStarted++;
+        return;
+      }
+      failedIds.add(eventId);
+      deps.logger?.warn('workflow start failed; event left for the next sweep', {
+        event_id: eventId, workflow_id: request.workflowId, error: err, cause: (err as Error).cause,
+      });
+    }
+  });
+
+  const dispatched = rows.map((r) => r.id).filter((id) => !failedIds.has(id));
+  if (dispatched.length) {
+    await pool.query(`update events set dispatched_at = now() where id = any($1::text[]) and dispatched_at is null`, [dispatched]);
+  }
+  return {
+    events: dispatched.length,
+    started,
+    alreadyStarted,
+    failed: failedIds.size,
+    // With failures, let the sweep come back later rather than spin on the same events.
+    more: rows.length === batchSize && failedIds.size === 0,
+  };
+}

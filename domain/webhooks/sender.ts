@@ -1,0 +1,173 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { DestinationRefused, checkUrl, hostOf, resolveDestination, type DestinationPolicy, type ResolvedAddress, type Resolver } from './destination.ts';
+
+/**
+ * One HTTP attempt of a delivery: the destination is checked (after DNS resolution), the
+ * connection goes to the checked address, redirects are not followed (a 3xx is a failure) and the
+ * whole exchange is bounded by `timeoutMs`.
+ */
+export interface SendRequest {
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  policy: DestinationPolicy;
+  resolver?: Resolver;
+}
+
+export type SendOutcome = 'delivered' | 'failed' | 'refused' | 'timeout' | 'network_error' | 'gone';
+
+export interface SendResult {
+  outcome: SendOutcome;
+  httpStatus: number | null;
+  responseTimeMs: number | null;
+  /** From a `Retry-After` on 429, 502 or 503. */
+  retryAfterMs: number | null;
+  error: string | null;
+  responseExcerpt: string | null;
+}
+
+const EXCERPT_CHARS = 1000;
+/** Read at most this much of a response (enough for the excerpt, small enough to keep the socket). */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+const USER_AGENT = 'BusinessPlatform-Webhooks/3';
+
+/**
+ * Keep-alive agents, one per (scheme, host name, checked address, port): a pooled socket is always
+ * connected to an address that was checked, and is only reused for the same name (TLS SNI).
+ */
+const agents = new Map<string, http.Agent>();
+const MAX_AGENTS = 256;
+
+function agentFor(protocol: string, host: string, address: string, port: string): http.Agent {
+  const key = `${protocol}|${host}|${address}|${port}`;
+  let agent = agents.get(key);
+  if (agent) {
+    agents.delete(key);
+    agents.set(key, agent); // most recently used last
+    return agent;
+  }
+  const opts = { keepAlive: true, maxSockets: 64, maxFreeSockets: 16, timeout: 30_000 };
+  agent = protocol === 'https:' ? new https.Agent(opts) : new http.Agent(opts);
+  agents.set(key, agent);
+  if (agents.size > MAX_AGENTS) {
+    const [oldestKey, oldest] = agents.entries().next().value!;
+    agents.delete(oldestKey);
+    oldest.destroy();
+  }
+  return agent;
+}
+
+/** Closes every pooled connection (worker shutdown, tests). */
+export function closeSenderConnections(): void {
+  for (const agent of agents.values()) agent.destroy();
+  agents.clear();
+}
+
+function pinnedLookup(address: ResolvedAddress): LookupFunction {
+  return ((_hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    if (options?.all) callback(null, [{ address: address.address, family: address.family }]);
+    else callback(null, address.address, address.family);
+  }) as LookupFunction;
+}
+
+export function parseRetryAfter(value: string | undefined, now = Date.now()): number | null {
+  if (!value) return null;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  const at = Date.parse(trimmed);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+export async function sendWebhook(req: SendRequest): Promise<SendResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round((performance.now() - started) * 100) / 100;
+  let url: URL;
+  let addresses: ResolvedAddress[];
+  try {
+    url = checkUrl(req.url, req.policy);
+    addresses = await resolveDestination(url, req.policy, req.resolver);
+  } catch (err) {
+    if (err instanceof DestinationRefused) {
+      return { outcome: 'refused', httpStatus: null, responseTimeMs: null, retryAfterMs: null, error: `destination refused: ${err.message}`, responseExcerpt: null };
+    }
+    throw err;
+  }
+  // Prefer IPv4 when a name has both: loopback receivers in development usually listen there.
+  const address = addresses.find((a) => a.family === 4) ?? addresses[0]!;
+  const host = hostOf(url);
+  const transport = url.protocol === 'https:' ? https : http;
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+
+  return new Promise<SendResult>((resolve) => {
+    let settled = false;
+    const finish = (result: SendResult) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(result);
+    };
+    const request = transport.request({
+      protocol: url.protocol,
+      hostname: host,
+      port,
+      path: `${url.pathname}${url.search}`,
+      method: 'POST',
+      agent: agentFor(url.protocol, host, address.address, port),
+      lookup: pinnedLookup(address),
+      servername: url.protocol === 'https:' && !/^[\d.]+$|:/.test(host) ? host : undefined,
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': USER_AGENT,
+        'content-length': String(Buffer.byteLength(req.body)),
+        ...req.headers,
+      },
+    });
+    const timer = setTimeout(() => {
+      finish({
+        outcome: 'timeout', httpStatus: null, responseTimeMs: elapsed(), retryAfterMs: null,
+        error: `no complete answer within ${req.timeoutMs} ms`, responseExcerpt: null,
+      });
+      request.destroy(new Error('timeout'));
+    }, req.timeoutMs);
+
+    request.once('response', (res) => {
+      const status = res.statusCode ?? 0;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const done = () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        const retryAfterMs = [429, 502, 503].includes(status) ? parseRetryAfter(res.headers['retry-after']) : null;
+        const ok = status >= 200 && status < 300;
+        const location = status >= 300 && status < 400 && res.headers.location ? ` (redirect to ${res.headers.location} not followed)` : '';
+        finish({
+          outcome: ok ? 'delivered' : status === 410 ? 'gone' : 'failed',
+          httpStatus: status,
+          responseTimeMs: elapsed(),
+          retryAfterMs,
+          error: ok ? null : `receiver answered ${status}${location}`,
+          responseExcerpt: text ? text.slice(0, EXCERPT_CHARS) : null,
+        });
+      };
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= MAX_RESPONSE_BYTES) chunks.push(chunk);
+        else {
+          done();
+          res.destroy();
+        }
+      });
+      res.once('end', done);
+      res.once('error', done);
+    });
+    request.once('error', (err: NodeJS.ErrnoException) => {
+      finish({
+        outcome: 'network_error', httpStatus: null, responseTimeMs: elapsed(), retryAfterMs: null,
+        error: `${err.code ?? 'error'}: ${err.message}`, responseExcerpt: null,
+      });
+    });
+    request.end(req.body);
+  });
+}
