@@ -27,12 +27,19 @@ export async function webhookDeliveryWorkflow(input: DeliveryInput): Promise<Del
   });
 
   const { workflowId, runId } = workflowInfo();
+  let kind = input.kind;
   for (let retryIndex = 0; ; retryIndex++) {
     retryRequested = false;
-    const result = await attemptDelivery({ ...input, retryIndex, workflowId, attemptKey: `${runId}:${retryIndex}` });
-    if (result.outcome !== 'retry') {
-      return { deliveryId: result.deliveryId, outcome: result.outcome, attempts: retryIndex + 1 };
+    const result = await attemptDelivery({ ...input, kind, retryIndex, workflowId, attemptKey: `${runId}:${retryIndex}` });
+    if (result.outcome === 'retry') {
+      await condition(() => retryRequested, result.delayMs ?? 0);
+      continue;
     }
-    await condition(() => retryRequested, result.delayMs ?? 0);
+    // A replay asked for while the last attempt ran would otherwise be lost with this run: make it.
+    if (retryRequested && (result.outcome === 'failed' || result.outcome === 'delivered')) {
+      kind = input.kind === 'test' ? 'test' : 'manual';
+      continue;
+    }
+    return { deliveryId: result.deliveryId, outcome: result.outcome, attempts: retryIndex + 1 };
   }
 }

@@ -1,0 +1,279 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordEvent } from '../../domain/events/outbox.ts';
+import { newId } from '../../platform/ids.ts';
+import { scopedEm } from '../../domain/scope.ts';
+import { client } from '../support/http.ts';
+import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { eventually, startReceiver, type Receiver } from './support/receiver.ts';
+
+/**
+ * Time-driven behaviour with the schedule shortened by configuration: retries 150 ms, 150 ms,
+ * 150 ms (so four attempts in all), a 1 s attempt timeout; the production schedule is documented
+ * in docs/webhooks.md and checked in units.test.ts.
+ */
+let platform: TestPlatform;
+let http: ReturnType<typeof client>;
+let key: string;
+let accountId: string;
+const receivers: Receiver[] = [];
+const holds: (() => void)[] = [];
+
+beforeAll(async () => {
+  platform = await startTestPlatform({
+    worker: true,
+    env: {
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_SCHEDULE: '150ms,150ms,150ms', WEBHOOK_RETRY_JITTER: '0',
+      WEBHOOK_TIMEOUT_MS: '1000', EVENT_DISPATCH_SWEEP_MS: '1000',
+    },
+  });
+  http = client(platform.url);
+  accountId = await platform.newAccount();
+  key = await platform.newKey({ accountId });
+});
+afterAll(async () => {
+  for (const release of holds) release();
+  for (const r of receivers) await r.close();
+  await platform?.close();
+});
+
+async function receiver(): Promise<Receiver> {
+  const r = await startReceiver();
+  receivers.push(r);
+  return r;
+}
+
+async function endpointFor(r: Receiver, events = ['order.created']): Promise<string> {
+  const res = await http('/v3/webhooks', { key, body: { url: r.url, events } });
+  expect(res.status).toBe(201);
+  r.secrets = [res.body.secret];
+  return res.body.id;
+}
+
+async function emit(type: 'order.created' | 'order.fulfilled', object: Record<string, unknown> = { id: 'ord_x', object: 'order' }, livemode = false): Promise<string> {
+  const em = scopedEm(platform.orm, { accountId, livemode });
+  const event = recordEvent(em, { accountId, livemode }, { type, object });
+  await em.flush();
+  return event.id;
+}
+
+async function delivery(endpointId: string, eventId: string): Promise<any> {
+  const res = await http(`/v3/webhooks/${endpointId}/deliveries`, { key });
+  const found = res.body.deliveries.find((d: { event_id: string }) => d.event_id === eventId);
+  if (!found) return null;
+  return (await http(`/v3/webhooks/${endpointId}/deliveries/${found.id}`, { key })).body;
+}
+
+describe('retries', () => {
+  it('retries a receiver that fails twice, then records it delivered after the third attempt, same webhook-id each time', async () => {
+    const r = await receiver();
+    r.reply = (req) => (req.n <= 2 ? { status: 500, body: 'boom' } : { status: 204 });
+    const endpointId = await endpointFor(r);
+    const eventId = await emit('order.created');
+    await r.waitFor(3);
+    const d = await eventually(async () => {
+      const found = await delivery(endpointId, eventId);
+      return found?.status === 'delivered' ? found : null;
+    });
+    expect(d).toMatchObject({ status: 'delivered', attempts: 3, http_status: 204, next_retry: null, last_error: null });
+    expect(d.attempt_history.map((a: { outcome: string; http_status: number }) => [a.outcome, a.http_status])).toEqual([['failed', 500], ['failed', 500], ['delivered', 204]]);
+    expect(d.attempt_history[0].response_excerpt).toBe('boom');
+    expect(d.attempt_history[0].next_retry).toEqual(expect.any(String));
+    expect(new Set(r.received.map((x) => x.headers['webhook-id']))).toEqual(new Set([eventId]));
+    expect(r.received.every((x) => x.verifyError === null)).toBe(true);
+    // Every attempt is re-signed with a fresh timestamp over the same body.
+    expect(new Set(r.received.map((x) => x.body)).size).toBe(1);
+  });
+
+  it('gives up after the schedule, marks the endpoint failing and reports it as an event; a later success clears it', async () => {
+    const r = await receiver();
+    r.reply = () => ({ status: 503 });
+    const endpointId = await endpointFor(r);
+    const watcher = await receiver();
+    await endpointFor(watcher, ['webhook_endpoint.failing']);
+    const eventId = await emit('order.created');
+    await r.waitFor(4);
+    const d = await eventually(async () => {
+      const found = await delivery(endpointId, eventId);
+      return found?.status === 'failed' && found.attempts === 4 && found.next_retry === null ? found : null;
+    });
+    expect(d.http_status).toBe(503);
+    const endpoint = await eventually(async () => {
+      const res = await http(`/v3/webhooks/${endpointId}`, { key });
+      return res.body.status === 'failing' ? res.body : null;
+    });
+    expect(endpoint.enabled).toBe(true);
+    expect(endpoint.failing_since).toEqual(expect.any(String));
+    const [report] = await watcher.waitFor(1);
+    expect(report!.json).toMatchObject({ type: 'webhook_endpoint.failing', data: { object: { id: endpointId, status: 'failing' } } });
+    // Not sent to the failing endpoint itself.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(r.received).toHaveLength(4);
+    expect(r.received.every((x) => x.json.type === 'order.created')).toBe(true);
+
+    r.reply = () => ({ status: 200 });
+    await emit('order.created');
+    await r.waitFor(5);
+    await eventually(async () => (await http(`/v3/webhooks/${endpointId}`, { key })).body.status === 'enabled');
+  });
+
+  it('disables the endpoint on 410 Gone and stops retrying', async () => {
+    const r = await receiver();
+    r.reply = () => ({ status: 410 });
+    const endpointId = await endpointFor(r);
+    const eventId = await emit('order.created');
+    await r.waitFor(1);
+    const endpoint = await eventually(async () => {
+      const res = await http(`/v3/webhooks/${endpointId}`, { key });
+      return res.body.enabled === false ? res.body : null;
+    });
+    expect(endpoint).toMatchObject({ status: 'disabled', disabled_reason: 'gone' });
+    const d = await eventually(async () => {
+      const found = await delivery(endpointId, eventId);
+      return found?.status === 'failed' ? found : null;
+    });
+    expect(d).toMatchObject({ attempts: 1, http_status: 410, next_retry: null });
+    const disabledEvents = await http('/v3/events?type=webhook_endpoint.disabled', { key });
+    expect(disabledEvents.body.data.some((e: any) => e.data.object.id === endpointId)).toBe(true);
+    await emit('order.created');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(r.received).toHaveLength(1);
+    const replay = await http(`/v3/webhooks/${endpointId}/deliveries/${d.id}/retry`, { key, method: 'POST' });
+    expect(replay.status).toBe(409);
+    expect(replay.body.code).toBe('webhook_endpoint_disabled');
+  });
+
+  it('honours Retry-After: the next attempt waits for it, not for the schedule', async () => {
+    const r = await receiver();
+    r.reply = (req) => (req.n === 1 ? { status: 429, headers: { 'retry-after': '3600' } } : { status: 200 });
+    const endpointId = await endpointFor(r);
+    const eventId = await emit('order.created');
+    const [first] = await r.waitFor(1);
+    const d = await eventually(async () => {
+      const found = await delivery(endpointId, eventId);
+      return found?.status === 'failed' ? found : null;
+    });
+    const wait = Date.parse(d.next_retry) - first!.at;
+    expect(wait).toBeGreaterThan(3600_000 - 5000);
+    expect(wait).toBeLessThan(3600_000 + 5000);
+    // The 150 ms schedule would have retried by now; Retry-After holds it back.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(r.received).toHaveLength(1);
+
+    // A manual retry cuts the wait short (same workflow, same webhook-id).
+    const replay = await http(`/v3/webhooks/${endpointId}/deliveries/${d.id}/retry`, { key, method: 'POST' });
+    expect(replay.status).toBe(202);
+    expect(replay.headers.get('location')).toBe(`/v3/webhooks/${endpointId}/deliveries/${d.id}`);
+    const [, second] = await r.waitFor(2);
+    expect(second!.headers['webhook-id']).toBe(eventId);
+    await eventually(async () => (await delivery(endpointId, eventId))?.status === 'delivered');
+  });
+
+  it('counts a receiver that hangs past the timeout as a failure and retries it', async () => {
+    const r = await receiver();
+    let release!: () => void;
+    const hung = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    holds.push(release);
+    r.reply = (req) => (req.n === 1 ? { hold: hung } : { status: 200 });
+    const endpointId = await endpointFor(r);
+    const eventId = await emit('order.created');
+    await r.waitFor(2, 10_000);
+    const d = await eventually(async () => {
+      const found = await delivery(endpointId, eventId);
+      return found?.status === 'delivered' ? found : null;
+    });
+    expect(d.attempts).toBe(2);
+    expect(d.attempt_history[0]).toMatchObject({ outcome: 'timeout', http_status: null });
+    expect(d.attempt_history[0].response_time).toBeGreaterThanOrEqual(1000);
+    expect(d.attempt_history[0].error).toContain('1000 ms');
+  });
+
+  it('replays a delivery by hand after it gave up, with the same webhook-id', async () => {
+    const r = await receiver();
+    r.reply = (req) => (req.n <= 4 ? { status: 500 } : { status: 200 });
+    const endpointId = await endpointFor(r);
+    const eventId = await emit('order.created');
+    await r.waitFor(4);
+    const failed = await eventually(async () => {
+      const found = await delivery(endpointId, eventId);
+      return found?.status === 'failed' && found.next_retry === null && found.attempts === 4 ? found : null;
+    });
+    const replay = await http(`/v3/webhooks/${endpointId}/deliveries/${failed.id}/retry`, { key, method: 'POST' });
+    expect(replay.status).toBe(202);
+    expect(replay.body.id).toBe(failed.id);
+    const [, , , , fifth] = await r.waitFor(5);
+    expect(fifth!.headers['webhook-id']).toBe(eventId);
+    expect(fifth!.verifyError).toBeNull();
+    const delivered = await eventually(async () => {
+      const found = await delivery(endpointId, eventId);
+      return found?.status === 'delivered' ? found : null;
+    });
+    expect(delivered.attempts).toBe(5);
+    const missing = await http(`/v3/webhooks/${endpointId}/deliveries/whd_01jpa83q7s9v1x3z5b7d9f1h3k/retry`, { key, method: 'POST' });
+    expect(missing.status).toBe(404);
+  });
+});
+
+describe('the SSRF guard at delivery time', () => {
+  it('does not follow redirects: a 3xx is a failed attempt and the redirect target is never contacted', async () => {
+    const target = await receiver();
+    const r = await receiver();
+    r.reply = () => ({ status: 302, headers: { location: target.url } });
+    const endpointId = await endpointFor(r);
+    const eventId = await emit('order.created');
+    await r.waitFor(4);
+    const d = await eventually(async () => {
+      const found = await delivery(endpointId, eventId);
+      return found?.status === 'failed' && found.next_retry === null ? found : null;
+    });
+    expect(d.http_status).toBe(302);
+    expect(d.last_error).toContain('not followed');
+    expect(target.received).toHaveLength(0);
+    expect(target.connections).toBe(0);
+  });
+
+  it('refuses, at every attempt, a live-mode endpoint whose name resolves to loopback, and never connects', async () => {
+    // A live endpoint whose name resolved to a public address when it was created and to loopback
+    // now (DNS rebinding): written directly, since the API would refuse it at creation.
+    const r = await receiver();
+    const endpointId = newId('webhookEndpoint');
+    await platform.sql(
+      `insert into webhook_endpoints (id, account_id, livemode, url, events, secret, metadata, created_at, updated_at)
+       values ($1, $2, true, $3, '{order.fulfilled}', $4, '{}', now(), now())`,
+      [endpointId, accountId, `https://localhost:${r.port}/hooks`, `whsec_${Buffer.alloc(32, 1).toString('base64')}`],
+    );
+    const eventId = await emit('order.fulfilled', { id: 'ord_live', object: 'order' }, true);
+    const liveKey = await platform.newKey({ accountId, type: 'live' });
+    const d = await eventually(async () => {
+      const list = await http(`/v3/webhooks/${endpointId}/deliveries`, { key: liveKey });
+      const found = list.body.deliveries?.find((x: { event_id: string }) => x.event_id === eventId);
+      return found?.status === 'failed' && found.next_retry === null ? found : null;
+    });
+    expect(d.attempts).toBe(4);
+    expect(d.http_status).toBeNull();
+    expect(d.last_error).toContain('loopback');
+    const detail = await http(`/v3/webhooks/${endpointId}/deliveries/${d.id}`, { key: liveKey });
+    expect(detail.body.attempt_history.every((a: { outcome: string }) => a.outcome === 'refused')).toBe(true);
+    expect(r.connections).toBe(0);
+  });
+
+  it('refuses plain http and link-local addresses in live mode whatever the server setting says', async () => {
+    const r = await receiver();
+    const endpointId = newId('webhookEndpoint');
+    await platform.sql(
+      `insert into webhook_endpoints (id, account_id, livemode, url, events, secret, metadata, created_at, updated_at)
+       values ($1, $2, true, $3, '{order.created}', $4, '{}', now(), now())`,
+      [endpointId, accountId, r.url, `whsec_${Buffer.alloc(32, 2).toString('base64')}`],
+    );
+    const eventId = await emit('order.created', { id: 'ord_live2', object: 'order' }, true);
+    const liveKey = await platform.newKey({ accountId, type: 'live' });
+    const d = await eventually(async () => {
+      const list = await http(`/v3/webhooks/${endpointId}/deliveries`, { key: liveKey });
+      const found = list.body.deliveries?.find((x: { event_id: string }) => x.event_id === eventId);
+      return found?.status === 'failed' && found.next_retry === null ? found : null;
+    });
+    expect(d.last_error).toContain('https');
+    expect(r.connections).toBe(0);
+  });
+});

@@ -1,0 +1,143 @@
+import { Webhook } from 'standardwebhooks';
+import { describe, expect, it } from 'vitest';
+import { EVENT_CATALOG, eventKind } from '../../domain/events/catalog.ts';
+import { classifyAddress, checkUrl, resolveDestination, DestinationRefused } from '../../domain/webhooks/destination.ts';
+import { nextRetryAt, parseDuration, retryPolicy } from '../../domain/webhooks/retry-schedule.ts';
+import { parseRetryAfter } from '../../domain/webhooks/sender.ts';
+import { generateSecret, secretProblem, signatureHeaders } from '../../domain/webhooks/signing.ts';
+import { loadConfig } from '../../platform/config.ts';
+import { parseDeliveryWorkflowId, deliveryWorkflowId } from '../../workflows/webhooks/shared.ts';
+
+describe('the retry schedule', () => {
+  const policy = retryPolicy(loadConfig({}));
+  const first = new Date('2025-03-14T00:00:00Z');
+
+  it('is the documented default: 10 retries over 23 h 42 min 35 s, inside the 24-hour window', () => {
+    expect(policy.scheduleMs).toEqual(['5s', '30s', '2m', '10m', '30m', '1h', '2h', '4h', '8h', '8h'].map(parseDuration));
+    const total = policy.scheduleMs.reduce((a, b) => a + b, 0);
+    expect(total).toBe(((23 * 60 + 42) * 60 + 35) * 1000);
+    expect(policy.windowMs).toBe(24 * 3600_000);
+    expect(policy.jitter).toBe(0.2);
+  });
+
+  it('grows roughly exponentially, jittered by at most ±20 %', () => {
+    for (let i = 0; i < policy.scheduleMs.length; i++) {
+      const nominal = policy.scheduleMs[i]!;
+      const now = new Date(first.getTime() + 1000);
+      const low = nextRetryAt({ policy, retryIndex: i, firstAttemptAt: now, now, retryAfterMs: null, random: 0 })!;
+      const high = nextRetryAt({ policy, retryIndex: i, firstAttemptAt: now, now, retryAfterMs: null, random: 0.999999 })!;
+      expect(low.getTime() - now.getTime()).toBe(Math.round(nominal * 0.8));
+      expect(high.getTime() - now.getTime()).toBeCloseTo(nominal * 1.2, -2);
+    }
+  });
+
+  it('gives up after the last retry, and never schedules past the window', () => {
+    expect(nextRetryAt({ policy, retryIndex: 10, firstAttemptAt: first, now: first, retryAfterMs: null, random: 0.5 })).toBeNull();
+    const late = new Date(first.getTime() + 20 * 3600_000);
+    const clamped = nextRetryAt({ policy, retryIndex: 8, firstAttemptAt: first, now: late, retryAfterMs: null, random: 0.5 })!;
+    expect(clamped.getTime()).toBe(first.getTime() + 24 * 3600_000);
+    const over = new Date(first.getTime() + 24 * 3600_000);
+    expect(nextRetryAt({ policy, retryIndex: 9, firstAttemptAt: first, now: over, retryAfterMs: null, random: 0.5 })).toBeNull();
+  });
+
+  it('waits for a longer Retry-After, not for a shorter one', () => {
+    const at = nextRetryAt({ policy, retryIndex: 0, firstAttemptAt: first, now: first, retryAfterMs: 120_000, random: 0.5 })!;
+    expect(at.getTime() - first.getTime()).toBe(120_000);
+    const short = nextRetryAt({ policy, retryIndex: 3, firstAttemptAt: first, now: first, retryAfterMs: 1000, random: 0.5 })!;
+    expect(short.getTime() - first.getTime()).toBe(600_000);
+  });
+
+  it('reads Retry-After as seconds or as an HTTP date', () => {
+    expect(parseRetryAfter('120')).toBe(120_000);
+    const now = Date.parse('2025-03-14T00:00:00Z');
+    expect(parseRetryAfter('Fri, 14 Mar 2025 00:01:00 GMT', now)).toBe(60_000);
+    expect(parseRetryAfter('soon')).toBeNull();
+    expect(parseRetryAfter(undefined)).toBeNull();
+  });
+});
+
+describe('Standard Webhooks signatures', () => {
+  it('verify with the independent standardwebhooks library, for generated and chosen secrets', () => {
+    for (const secret of [generateSecret(), `whsec_${Buffer.alloc(64, 9).toString('base64')}`]) {
+      const body = JSON.stringify({ id: 'evt_1', type: 'order.created', data: { object: { note: 'ünïcødé' } } });
+      const ts = Math.floor(Date.now() / 1000);
+      const headers = signatureHeaders([secret], 'evt_1', ts, body);
+      expect(new Webhook(secret).verify(body, headers)).toEqual(JSON.parse(body));
+      expect(() => new Webhook(secret).verify(body.replace('order', 'odder'), headers)).toThrow();
+    }
+  });
+
+  it('carry one signature per secret during a rotation, each verifying alone', () => {
+    const [a, b] = [generateSecret(), generateSecret()];
+    const headers = signatureHeaders([b, a], 'evt_2', Math.floor(Date.now() / 1000), '{}');
+    expect(headers['webhook-signature']!.split(' ')).toHaveLength(2);
+    expect(() => new Webhook(a).verify('{}', headers)).not.toThrow();
+    expect(() => new Webhook(b).verify('{}', headers)).not.toThrow();
+    expect(() => new Webhook(generateSecret()).verify('{}', headers)).toThrow();
+  });
+
+  it('generates whsec_ secrets of 32 random bytes and checks chosen ones', () => {
+    const s = generateSecret();
+    expect(Buffer.from(s.slice(6), 'base64')).toHaveLength(32);
+    expect(secretProblem(s)).toBeNull();
+    expect(secretProblem(`whsec_${Buffer.alloc(23).toString('base64')}`)).toContain('24–64');
+    expect(secretProblem(`whsec_${Buffer.alloc(65).toString('base64')}`)).toContain('24–64');
+    expect(secretProblem('whsec_not*base64')).toContain('base64');
+    expect(secretProblem(Buffer.alloc(32).toString('base64'))).toContain('whsec_');
+  });
+});
+
+describe('the SSRF guard', () => {
+  it.each([
+    ['127.0.0.1', 'loopback'], ['127.255.0.9', 'loopback'], ['::1', 'loopback'], ['::ffff:127.0.0.1', 'loopback'],
+    ['169.254.169.254', 'link_local'], ['fe80::1', 'link_local'], ['::ffff:169.254.169.254', 'link_local'],
+    ['10.0.0.1', 'private'], ['172.16.5.4', 'private'], ['192.168.1.1', 'private'], ['100.64.0.1', 'private'], ['fd00::1', 'private'],
+    ['0.0.0.0', 'reserved'], ['224.0.0.1', 'reserved'], ['::', 'reserved'], ['64:ff9b::7f00:1', 'reserved'], ['2002:7f00:1::', 'reserved'],
+    ['93.184.215.14', 'public'], ['2606:4700::1111', 'public'], ['172.32.0.1', 'public'],
+  ])('classifies %s as %s', (ip, cls) => {
+    expect(classifyAddress(ip)).toBe(cls);
+  });
+
+  const live = { livemode: true, allowPrivateNetworks: true };
+  const devTest = { livemode: false, allowPrivateNetworks: true };
+  const strictTest = { livemode: false, allowPrivateNetworks: false };
+
+  it('refuses every non-public address in live mode, even with the server setting on', async () => {
+    const resolver = async () => [{ address: '10.0.0.7', family: 4 as const }];
+    await expect(resolveDestination(new URL('https://internal.example.com/'), live, resolver)).rejects.toThrow(/private-network/);
+    await expect(resolveDestination(new URL('https://internal.example.com/'), devTest, resolver)).resolves.toEqual([{ address: '10.0.0.7', family: 4 }]);
+    await expect(resolveDestination(new URL('https://internal.example.com/'), strictTest, resolver)).rejects.toThrow(DestinationRefused);
+    expect(() => checkUrl('http://example.com/', live)).toThrow(/https/);
+    expect(() => checkUrl('http://example.com/', strictTest)).toThrow(/https/);
+    expect(checkUrl('http://127.0.0.1:3000/', devTest).port).toBe('3000');
+  });
+
+  it('refuses a name when any of its addresses is forbidden (a round-robin record cannot slip one in)', async () => {
+    const resolver = async () => [{ address: '93.184.215.14', family: 4 as const }, { address: '169.254.169.254', family: 4 as const }];
+    await expect(resolveDestination(new URL('https://mixed.example.com/'), live, resolver)).rejects.toThrow(/link-local/);
+  });
+
+  it('resolves localhost through the system resolver and refuses it in live mode', async () => {
+    await expect(resolveDestination(new URL('https://localhost/'), live)).rejects.toThrow(/loopback/);
+  });
+});
+
+describe('the event catalog', () => {
+  it('has the spec kinds and those of the other areas, each with an example', () => {
+    const types = EVENT_CATALOG.map((k) => k.type);
+    for (const t of ['subscription.created', 'payment.succeeded', 'order.fulfilled', 'customer.updated', 'order.fulfillment.delayed',
+      'subscription.paused', 'subscription.resumed', 'subscription.canceled', 'invoice.created', 'invoice.paid', 'invoice.payment_failed',
+      'payment.failed', 'payment.refunded', 'order.created', 'inventory.low_stock']) {
+      expect(types).toContain(t);
+    }
+    expect(new Set(types).size).toBe(types.length);
+    for (const k of EVENT_CATALOG) expect(Object.keys(k.example).length).toBeGreaterThan(0);
+    expect(eventKind('customer.updated')?.aboutCustomer).toBe(true);
+  });
+
+  it('names delivery workflows webhook-delivery-evt_…-whk_… and parses them back', () => {
+    const id = deliveryWorkflowId('evt_01jpa7m4x0f3qv8r2k6n9t5w1c', 'whk_01jpa83q7s9v1x3z5b7d9f1h3k');
+    expect(id).toBe('webhook-delivery-evt_01jpa7m4x0f3qv8r2k6n9t5w1c-whk_01jpa83q7s9v1x3z5b7d9f1h3k');
+    expect(parseDeliveryWorkflowId(id)).toEqual({ eventId: 'evt_01jpa7m4x0f3qv8r2k6n9t5w1c', endpointId: 'whk_01jpa83q7s9v1x3z5b7d9f1h3k' });
+  });
+});
