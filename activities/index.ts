@@ -1,3 +1,5 @@
+import { createCommerceActivities } from './commerce.ts';
+import { createCrmActivities } from './crm.ts';
 import { createPaymentActivities, type PaymentActivityDeps } from './payments.ts';
 import { createPlatformActivities, type PlatformActivityDeps } from './platform.ts';
 import { createEventActivities, type EventActivityDeps } from './events.ts';
@@ -9,6 +11,8 @@ export type ActivityDeps = PlatformActivityDeps & PaymentActivityDeps & WebhookA
 export function createActivities(deps: ActivityDeps) {
   return {
     platform: createPlatformActivities(deps),
+    commerce: createCommerceActivities(deps),
+    crm: createCrmActivities(deps),
     webhooks: { ...createWebhookActivities(deps), ...createEventActivities(deps) },
     payments: createPaymentActivities(deps),
   };

@@ -15,6 +15,13 @@ import { mountRoutes, type RouteSpec } from './http/route.ts';
 import { sendDocument } from './http/send.ts';
 import { buildOpenApi, type ExtraRoute } from './openapi.ts';
 import { customerRoutes } from './v3/customers.ts';
+import { catalogRoutes } from './v3/catalog.ts';
+import { crmRoutes } from './v3/crm.ts';
+import { inventoryRoutes } from './v3/inventory.ts';
+import { marketplaceRoutes } from './v3/marketplace.ts';
+import { orderRoutes } from './v3/orders.ts';
+import { reportRoutes } from './v3/reports.ts';
+import { storeRoutes } from './v3/stores.ts';
 import { eventRoutes } from './v3/events.ts';
 import { webhookRoutes } from './v3/webhooks.ts';
 import { paymentRoutes } from './v3/payments.ts';
@@ -22,7 +29,7 @@ import { paymentRoutes } from './v3/payments.ts';
 export const API_VERSION = '3.2.1';
 
 /** Every /v3 route, in one list: mounted, validated and documented from the same definitions. */
-export const v3Routes: RouteSpec<any, any, any>[] = [...customerRoutes, ...paymentRoutes, ...webhookRoutes, ...eventRoutes];
+export const v3Routes: RouteSpec<any, any, any>[] = [...customerRoutes, ...crmRoutes, ...storeRoutes, ...catalogRoutes, ...inventoryRoutes, ...orderRoutes, ...reportRoutes, ...marketplaceRoutes, ...paymentRoutes, ...webhookRoutes, ...eventRoutes];
 
 const extraRoutes: ExtraRoute[] = [
   { method: 'get', path: '/healthz', summary: 'Liveness: the process is up', tag: 'Operations', security: false },

@@ -1,0 +1,288 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApiError, notFound, validationFailed, type FieldError } from '../../platform/errors.ts';
+import { recordEvent } from '../events/outbox.ts';
+import type { Scope } from '../scope.ts';
+import type { Allocation } from './entities.ts';
+import { isoUtc } from './sql.ts';
+
+/**
+ * Stock per (warehouse, SKU): `quantity` on hand, `reserved` for open orders, `available` =
+ * quantity − reserved. Every change is made in SQL that cannot take available stock below zero:
+ *
+ * - order reservations are one conditional UPDATE per warehouse row
+ *   (`set reserved = reserved + q where quantity - reserved >= q`), so concurrent orders never
+ *   oversell;
+ * - stock operations (set / add / subtract, one item or a batch of up to 1,000) lock their rows
+ *   (`select … for update`, in warehouse, SKU order so two batches cannot deadlock), apply every
+ *   operation in order and write all rows in one UPDATE, in one transaction: all or nothing.
+ *
+ * The table's CHECK constraints (quantity ≥ 0, 0 ≤ reserved ≤ quantity) back both up.
+ * `inventory.low_stock` is recorded when a change takes available stock from above the row's
+ * reorder point to at or below it.
+ */
+
+export const STOCK_OPERATIONS = ['set', 'add', 'subtract'] as const;
+export type StockOperation = (typeof STOCK_OPERATIONS)[number];
+export const MAX_BULK_ITEMS = 1000;
+/** Most units one (warehouse, SKU) row may hold: keeps every sum inside a PostgreSQL integer. */
+export const MAX_STOCK = 1_000_000_000;
+
+export interface StockChange {
+  sku: string;
+  warehouse_id: string;
+  quantity: number;
+  operation: StockOperation;
+  reorder_point?: number;
+  safety_stock?: number;
+  location?: string;
+}
+
+export interface InventoryLevelView {
+  object: 'inventory_level';
+  sku: string;
+  warehouse_id: string;
+  quantity: number;
+  reserved: number;
+  available: number;
+  safety_stock: number;
+  reorder_point: number;
+  location: string | null;
+  last_updated: string;
+}
+
+interface LevelRow {
+  warehouse_id: string;
+  sku: string;
+  quantity: number;
+  reserved: number;
+  safety_stock: number;
+  reorder_point: number;
+  location: string | null;
+  last_updated: string;
+}
+
+const LEVEL_COLUMNS = `warehouse_id, sku, quantity, reserved, safety_stock, reorder_point, location, ${isoUtc('updated_at')} as last_updated`;
+
+function levelView(r: LevelRow): InventoryLevelView {
+  return {
+    object: 'inventory_level', sku: r.sku, warehouse_id: r.warehouse_id, quantity: r.quantity, reserved: r.reserved,
+    available: r.quantity - r.reserved, safety_stock: r.safety_stock, reorder_point: r.reorder_point,
+    location: r.location, last_updated: r.last_updated,
+  };
+}
+
+const levelKey = (warehouseId: string, sku: string) => `${warehouseId}\u0000${sku}`;
+
+/** Stock of one SKU in every warehouse that holds a row for it. */
+export async function getStock(em: EntityManager, scope: Scope, sku: string): Promise<InventoryLevelView[]> {
+  const rows = await em.execute<LevelRow[]>(
+    `select ${LEVEL_COLUMNS} from inventory_levels where account_id = ? and livemode = ? and sku = ? order by warehouse_id`,
+    [scope.accountId, scope.livemode, sku],
+  );
+  if (!rows.length && !(await skuExists(em, scope, sku))) throw notFound('SKU', sku);
+  return rows.map(levelView);
+}
+
+async function skuExists(em: EntityManager, scope: Scope, sku: string): Promise<boolean> {
+  const rows = await em.execute('select 1 from products where account_id = ? and livemode = ? and sku = ? limit 1', [scope.accountId, scope.livemode, sku]);
+  return rows.length > 0;
+}
+
+/**
+ * Records `inventory.low_stock` (data.object: the inventory level after the change) when available
+ * stock crossed the reorder point downwards.
+ */
+export function noteLowStock(
+  em: EntityManager, scope: Scope, after: LevelRow, before: { available: number; reorder_point: number }, requestId: string | null,
+): void {
+  const available = after.quantity - after.reserved;
+  if (!(before.available > before.reorder_point && available <= after.reorder_point)) return;
+  recordEvent(em, scope, { type: 'inventory.low_stock', object: { ...levelView(after), livemode: scope.livemode }, requestId });
+}
+
+/**
+ * Applies stock operations atomically: either every item applies or none does. Every bad item is
+ * reported in one answer: 409 `insufficient_stock` when the only problem is stock (an operation
+ * would take available stock below zero), else 422 `validation_failed` listing unknown SKUs or
+ * warehouses together with any stock problems. `path(i, field)` names an
+ * item's field in the error (`quantity` for the single-item endpoint, `items.3.quantity` in a batch).
+ */
+export async function applyStockChanges(
+  em: EntityManager, scope: Scope, changes: StockChange[], requestId: string | null,
+  path: (index: number, field: string) => string,
+): Promise<InventoryLevelView[]> {
+  return em.transactional(async (tx) => {
+    const skus = [...new Set(changes.map((c) => c.sku))];
+    const warehouseIds = [...new Set(changes.map((c) => c.warehouse_id))];
+    // One statement at a time: they share the transaction's connection.
+    const knownSkus = await tx.execute<{ sku: string; reorder_point: number; safety_stock: number }[]>(
+      `select sku, max(reorder_point) as reorder_point, max(safety_stock) as safety_stock from products
+        where account_id = ? and livemode = ? and sku in (select jsonb_array_elements_text(?::jsonb)) group by sku`,
+      [scope.accountId, scope.livemode, JSON.stringify(skus)],
+    );
+    const knownWarehouses = await tx.execute<{ id: string }[]>(
+      'select id from warehouses where account_id = ? and livemode = ? and id in (select jsonb_array_elements_text(?::jsonb))',
+      [scope.accountId, scope.livemode, JSON.stringify(warehouseIds)],
+    );
+    const productDefaults = new Map(knownSkus.map((r) => [r.sku, r]));
+    const warehouses = new Set(knownWarehouses.map((r) => r.id));
+    // Items naming an unknown SKU or warehouse are reported; the others are still checked, so one
+    // answer lists every bad item.
+    const invalid: FieldError[] = [];
+    const valid = changes.map((c, i) => {
+      const okWarehouse = warehouses.has(c.warehouse_id);
+      const okSku = productDefaults.has(c.sku);
+      if (!okWarehouse) invalid.push({ path: path(i, 'warehouse_id'), message: `no warehouse '${c.warehouse_id}' in this account and mode; create it with POST /v3/warehouses` });
+      if (!okSku) invalid.push({ path: path(i, 'sku'), message: `no product with SKU '${c.sku}' in any store of this account and mode` });
+      return okWarehouse && okSku;
+    });
+
+    // Rows for new (warehouse, SKU) pairs start empty, with the product's reorder settings.
+    const keys = [...new Map(changes.filter((_c, i) => valid[i]).map((c) => [levelKey(c.warehouse_id, c.sku), { w: c.warehouse_id, s: c.sku }])).values()];
+    const keysJson = JSON.stringify(keys.map((k) => ({ ...k, rp: productDefaults.get(k.s)!.reorder_point, ss: productDefaults.get(k.s)!.safety_stock })));
+    await tx.execute(
+      `insert into inventory_levels (account_id, livemode, warehouse_id, sku, quantity, reserved, safety_stock, reorder_point, updated_at)
+       select ?, ?, w, s, 0, 0, ss, rp, now() from jsonb_to_recordset(?::jsonb) as t(w text, s text, rp int, ss int)
+       on conflict (account_id, livemode, warehouse_id, sku) do nothing`,
+      [scope.accountId, scope.livemode, keysJson],
+    );
+    const locked = await tx.execute<LevelRow[]>(
+      `select ${LEVEL_COLUMNS} from inventory_levels
+        where account_id = ? and livemode = ?
+          and (warehouse_id, sku) in (select w, s from jsonb_to_recordset(?::jsonb) as t(w text, s text))
+        order by warehouse_id, sku for update`,
+      [scope.accountId, scope.livemode, keysJson],
+    );
+    const before = new Map(locked.map((r) => [levelKey(r.warehouse_id, r.sku), r]));
+    const after = new Map([...before].map(([k, r]) => [k, { ...r }]));
+
+    const short: FieldError[] = [];
+    const shortItems: { index: number; sku: string; warehouse_id: string; requested: number; available: number; operation: StockOperation }[] = [];
+    changes.forEach((c, i) => {
+      if (!valid[i]) return;
+      const row = after.get(levelKey(c.warehouse_id, c.sku))!;
+      const available = row.quantity - row.reserved;
+      if (c.operation === 'add') {
+        if (row.quantity + c.quantity > MAX_STOCK) {
+          invalid.push({ path: path(i, 'quantity'), message: `adding ${c.quantity} would take '${c.sku}' in ${c.warehouse_id} above the ${MAX_STOCK} units a stock row holds` });
+        } else row.quantity += c.quantity;
+      } else if (c.operation === 'subtract') {
+        if (c.quantity > available) {
+          short.push({ path: path(i, 'quantity'), message: `subtracting ${c.quantity} of '${c.sku}' in ${c.warehouse_id} would take available stock below zero (available: ${available})` });
+          shortItems.push({ index: i, sku: c.sku, warehouse_id: c.warehouse_id, requested: c.quantity, available, operation: c.operation });
+        } else row.quantity -= c.quantity;
+      } else if (c.quantity < row.reserved) {
+        short.push({ path: path(i, 'quantity'), message: `setting '${c.sku}' in ${c.warehouse_id} to ${c.quantity} is below the ${row.reserved} units reserved for open orders` });
+        shortItems.push({ index: i, sku: c.sku, warehouse_id: c.warehouse_id, requested: c.quantity, available: row.reserved, operation: c.operation });
+      } else row.quantity = c.quantity;
+      if (c.reorder_point !== undefined) row.reorder_point = c.reorder_point;
+      if (c.safety_stock !== undefined) row.safety_stock = c.safety_stock;
+      if (c.location !== undefined) row.location = c.location;
+    });
+    if (invalid.length) {
+      const all = [...invalid, ...short];
+      throw validationFailed(all, `${all.length} item field${all.length === 1 ? ' is' : 's are'} invalid (unknown SKUs or warehouses${short.length ? ', insufficient stock' : ''}); nothing was changed.`);
+    }
+    if (short.length) {
+      throw new ApiError({
+        status: 409, code: 'insufficient_stock', title: 'Conflict',
+        detail: `${short.length} operation${short.length === 1 ? '' : 's'} would take available stock below zero; nothing was changed.`,
+        suggestion: 'Lower the quantities listed in `errors` (or add stock first) and send the request again.',
+        errors: short,
+        extensions: { items: shortItems },
+      });
+    }
+
+    const rows = [...after.values()];
+    const updated = await tx.execute<LevelRow[]>(
+      `update inventory_levels l set quantity = t.quantity, reorder_point = t.reorder_point, safety_stock = t.safety_stock,
+              location = t.location, updated_at = now()
+         from jsonb_to_recordset(?::jsonb) as t(warehouse_id text, sku text, quantity int, reorder_point int, safety_stock int, location text)
+        where l.account_id = ? and l.livemode = ? and l.warehouse_id = t.warehouse_id and l.sku = t.sku
+        returning l.warehouse_id, l.sku, l.quantity, l.reserved, l.safety_stock, l.reorder_point, l.location, ${isoUtc('l.updated_at')} as last_updated`,
+      [JSON.stringify(rows), scope.accountId, scope.livemode],
+    );
+    for (const row of updated) {
+      const old = before.get(levelKey(row.warehouse_id, row.sku))!;
+      noteLowStock(tx, scope, row, { available: old.quantity - old.reserved, reorder_point: old.reorder_point }, requestId);
+    }
+    await tx.flush();
+    const byKey = new Map(updated.map((r) => [levelKey(r.warehouse_id, r.sku), levelView(r)]));
+    return keys.map((k) => byKey.get(levelKey(k.w, k.s))!);
+  });
+}
+
+/**
+ * Reserves `quantity` units of `sku` for an order, taking from warehouses in id order (a line may
+ * be split across warehouses). Each step is one conditional UPDATE that only succeeds while the row
+ * still has the units, so concurrent orders never oversell; if another order took them first, the
+ * candidates are read again. Runs inside the order's transaction: a shortfall throws, and the
+ * rollback releases what earlier steps reserved.
+ */
+export async function reserveStock(
+  tx: EntityManager, scope: Scope, sku: string, quantity: number, requestId: string | null,
+): Promise<Allocation[]> {
+  const allocations: Allocation[] = [];
+  let remaining = quantity;
+  for (let round = 0; remaining > 0 && round < 10; round++) {
+    const candidates = await tx.execute<{ warehouse_id: string; available: number }[]>(
+      `select warehouse_id, quantity - reserved as available from inventory_levels
+        where account_id = ? and livemode = ? and sku = ? and quantity > reserved order by warehouse_id`,
+      [scope.accountId, scope.livemode, sku],
+    );
+    if (!candidates.length) break;
+    let raced = false;
+    for (const c of candidates) {
+      if (remaining === 0) break;
+      const take = Math.min(remaining, c.available);
+      const rows = await tx.execute<LevelRow[]>(
+        `update inventory_levels set reserved = reserved + ?, updated_at = now()
+          where account_id = ? and livemode = ? and warehouse_id = ? and sku = ? and quantity - reserved >= ?
+          returning ${LEVEL_COLUMNS}`,
+        [take, scope.accountId, scope.livemode, c.warehouse_id, sku, take],
+      );
+      const row = rows[0];
+      if (!row) {
+        raced = true;
+        continue;
+      }
+      remaining -= take;
+      const existing = allocations.find((a) => a.warehouse_id === c.warehouse_id);
+      if (existing) existing.quantity += take;
+      else allocations.push({ warehouse_id: c.warehouse_id, quantity: take });
+      noteLowStock(tx, scope, row, { available: row.quantity - row.reserved + take, reorder_point: row.reorder_point }, requestId);
+    }
+    if (!raced) break;
+  }
+  if (remaining > 0) {
+    throw new ApiError({
+      status: 409, code: 'insufficient_stock', title: 'Conflict',
+      detail: `Not enough stock of '${sku}': ${quantity} requested, ${quantity - remaining} available.`,
+      suggestion: 'Order fewer units, or add stock with PUT /v3/inventory/{sku}/stock and try again.',
+      extensions: { sku, requested: quantity, available: quantity - remaining },
+    });
+  }
+  return allocations;
+}
+
+/** Gives reserved units back (order canceled). */
+export async function releaseStock(tx: EntityManager, scope: Scope, sku: string, allocations: Allocation[]): Promise<void> {
+  if (!allocations.length) return;
+  await tx.execute(
+    `update inventory_levels l set reserved = l.reserved - t.quantity, updated_at = now()
+       from jsonb_to_recordset(?::jsonb) as t(warehouse_id text, quantity int)
+      where l.account_id = ? and l.livemode = ? and l.sku = ? and l.warehouse_id = t.warehouse_id`,
+    [JSON.stringify(allocations), scope.accountId, scope.livemode, sku],
+  );
+}
+
+/** Reserved units leave the warehouse (order fulfilled): on-hand and reserved both drop. */
+export async function consumeStock(tx: EntityManager, scope: Scope, sku: string, allocations: Allocation[]): Promise<void> {
+  if (!allocations.length) return;
+  await tx.execute(
+    `update inventory_levels l set quantity = l.quantity - t.quantity, reserved = l.reserved - t.quantity, updated_at = now()
+       from jsonb_to_recordset(?::jsonb) as t(warehouse_id text, quantity int)
+      where l.account_id = ? and l.livemode = ? and l.sku = ? and l.warehouse_id = t.warehouse_id`,
+    [JSON.stringify(allocations), scope.accountId, scope.livemode, sku],
+  );
+}

@@ -1,0 +1,340 @@
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { conflict, notFound, validationFailed, type ApiError, type FieldError } from '../../platform/errors.ts';
+import { newId } from '../../platform/ids.ts';
+import { orderWorkflowId, type OrderWorkflowInput } from '../../workflows/commerce/shared.ts';
+import { Customer } from '../customers/entities.ts';
+import { recordEvent } from '../events/outbox.ts';
+import { scopeColumns, type Scope } from '../scope.ts';
+import type { PageArgs } from './catalog.ts';
+import {
+  ORDER_STATUS_GROUPS, Order, Product, Store,
+  type Address, type FulfillmentStatus, type OrderLine, type OrderPaymentStatus, type OrderStatus, type OrderStatusGroup,
+} from './entities.ts';
+import { consumeStock, releaseStock, reserveStock } from './inventory.ts';
+import { loadRates, priceIn } from './pricing.ts';
+
+export interface OrderView {
+  id: string;
+  object: 'order';
+  livemode: boolean;
+  store_id: string;
+  customer_id: string;
+  status: OrderStatus;
+  payment_status: OrderPaymentStatus;
+  total_amount: number;
+  currency: string;
+  line_items: OrderLine[];
+  shipping_address: Address;
+  fulfillment: {
+    status: FulfillmentStatus;
+    tracking_number: string | null;
+    carrier: string | null;
+    deadline: string;
+    fulfilled_at: string | null;
+  };
+  workflow_id: string;
+  canceled_at: string | null;
+  cancellation_reason: string | null;
+  paid_at: string | null;
+  payment_id: string | null;
+  metadata: Record<string, string>;
+  created_at: string;
+  updated_at: string;
+}
+
+export function orderView(o: Order): OrderView {
+  return {
+    id: o.id, object: 'order', livemode: o.livemode, store_id: o.storeId, customer_id: o.customerId,
+    status: o.status, payment_status: o.paymentStatus, total_amount: o.totalAmount, currency: o.currency,
+    line_items: o.lineItems, shipping_address: o.shippingAddress,
+    fulfillment: {
+      status: o.fulfillmentStatus, tracking_number: o.trackingNumber ?? null, carrier: o.carrier ?? null,
+      deadline: o.fulfillmentDeadline.toISOString(), fulfilled_at: o.fulfilledAt?.toISOString() ?? null,
+    },
+    workflow_id: o.workflowId,
+    canceled_at: o.canceledAt?.toISOString() ?? null, cancellation_reason: o.cancellationReason ?? null,
+    paid_at: o.paidAt?.toISOString() ?? null, payment_id: o.paymentId ?? null,
+    metadata: o.metadata, created_at: o.createdAt.toISOString(), updated_at: o.updatedAt.toISOString(),
+  };
+}
+
+export function orderWorkflowInput(o: Order): OrderWorkflowInput {
+  return {
+    orderId: o.id, accountId: o.accountId, livemode: o.livemode, customerId: o.customerId,
+    fulfillmentDeadline: o.fulfillmentDeadline.toISOString(),
+  };
+}
+
+export interface OrderInput {
+  store_id: string;
+  customer_id: string;
+  currency: string;
+  line_items: { sku: string; quantity: number; variant?: string }[];
+  shipping_address: Address;
+  payment_status?: 'unpaid' | 'paid';
+  payment_id?: string;
+  metadata?: Record<string, string>;
+}
+
+/**
+ * Creates an order: prices every line in the order's currency, reserves stock (one conditional
+ * UPDATE per warehouse row, lines in SKU order so concurrent orders lock rows in one order) and
+ * writes the row and `order.created` in the same transaction. A shortfall on any line rolls the
+ * whole order back. The caller then starts the order workflow; if it cannot (a crash, Temporal
+ * down), the outbox dispatcher starts it from `order.created` (see `orderWorkflowConsumer`).
+ */
+export async function createOrder(em: EntityManager, scope: Scope, input: OrderInput, requestId: string | null): Promise<Order> {
+  const errors: FieldError[] = [];
+  const store = await em.findOne(Store, { id: input.store_id });
+  if (!store) errors.push({ path: 'store_id', message: `no store '${input.store_id}' in this account and mode` });
+  const customer = await em.findOne(Customer, { id: input.customer_id }, { fields: ['id'] });
+  if (!customer) errors.push({ path: 'customer_id', message: `no customer '${input.customer_id}' in this account and mode` });
+
+  const skus = [...new Set(input.line_items.map((l) => l.sku))];
+  const products = store ? await em.find(Product, { storeId: store.id, sku: { $in: skus } }) : [];
+  const bySku = new Map(products.map((p) => [p.sku, p]));
+  const rates = await loadRates(em, scope);
+  const lines: OrderLine[] = [];
+  input.line_items.forEach((item, i) => {
+    if (!store) return;
+    const product = bySku.get(item.sku);
+    if (!product || !product.active) {
+      errors.push({ path: `line_items.${i}.sku`, message: `no active product with SKU '${item.sku}' in store ${store.id}` });
+      return;
+    }
+    let base = product.price;
+    if (item.variant !== undefined) {
+      const variant = product.variants.find((v) => v.name === item.variant);
+      if (!variant) {
+        errors.push({ path: `line_items.${i}.variant`, message: `product ${product.sku} has no variant '${item.variant}' (variants: ${product.variants.map((v) => v.name).join(', ') || 'none'})` });
+        return;
+      }
+      base = variant.price;
+    }
+    const price = priceIn({ amount: base, currency: product.currency, fixed: item.variant === undefined ? product.prices : {} }, input.currency, rates);
+    if (price.amount === null) {
+      errors.push({ path: `line_items.${i}.sku`, message: `'${item.sku}' has no ${input.currency} price and no ${product.currency}→${input.currency} exchange rate is stored` });
+      return;
+    }
+    lines.push({
+      product_id: product.id, sku: product.sku, name: product.name, variant: item.variant ?? null, quantity: item.quantity,
+      unit_price: price.amount, amount: price.amount * item.quantity, allocations: [],
+    });
+  });
+  if (errors.length) throw validationFailed(errors);
+
+  const tracked = new Set(products.filter((p) => p.trackQuantity && !p.unlimited).map((p) => p.sku));
+  const total = lines.reduce((sum, l) => sum + l.amount, 0);
+  if (!Number.isSafeInteger(total)) throw validationFailed([{ path: 'line_items', message: 'the order total is too large' }]);
+  const id = newId('order');
+  const now = new Date();
+
+  return em.transactional(async (tx) => {
+    // Reserve in SKU order: two orders for the same SKUs take the row locks in the same order.
+    const order = [...lines.keys()].sort((a, b) => (lines[a]!.sku < lines[b]!.sku ? -1 : lines[a]!.sku > lines[b]!.sku ? 1 : a - b));
+    for (const index of order) {
+      const line = lines[index]!;
+      if (tracked.has(line.sku)) line.allocations = await reserveStock(tx, scope, line.sku, line.quantity, requestId);
+    }
+    const row = tx.create(Order, {
+      id, ...scopeColumns(scope), storeId: store!.id, customerId: input.customer_id, status: 'processing',
+      paymentStatus: input.payment_status ?? 'unpaid', totalAmount: total, currency: input.currency,
+      lineItems: lines, shippingAddress: input.shipping_address, fulfillmentStatus: 'pending',
+      trackingNumber: null, carrier: null,
+      fulfillmentDeadline: new Date(now.getTime() + store!.fulfillmentDeadlineSeconds * 1000),
+      workflowId: orderWorkflowId(id), workflowConfirmedAt: null,
+      paidAt: input.payment_status === 'paid' ? now : null, paymentId: input.payment_id ?? null,
+      fulfilledAt: null, canceledAt: null, cancellationReason: null,
+      metadata: input.metadata ?? {}, createdAt: now, updatedAt: now,
+    });
+    recordEvent(tx, scope, { type: 'order.created', object: orderView(row), customerId: row.customerId, requestId });
+    await tx.flush();
+    return row;
+  });
+}
+
+export async function findOrder(em: EntityManager, id: string): Promise<Order> {
+  const order = await em.findOne(Order, { id });
+  if (!order) throw notFound('order', id);
+  return order;
+}
+
+export interface OrderFilters {
+  status?: OrderStatus[];
+  status_group?: OrderStatusGroup[];
+  customer_id?: string[];
+  store_id?: string[];
+  payment_status?: OrderPaymentStatus[];
+  created_gte?: Date;
+  created_lte?: Date;
+}
+
+/** The statuses a filter admits: the intersection of `status` and the union of `status_group`. */
+export function statusesOf(filters: OrderFilters): OrderStatus[] | undefined {
+  let statuses: OrderStatus[] | undefined = filters.status;
+  if (filters.status_group) {
+    const grouped = new Set(filters.status_group.flatMap((g) => ORDER_STATUS_GROUPS[g]));
+    statuses = (statuses ?? [...grouped]).filter((s) => grouped.has(s));
+  }
+  return statuses;
+}
+
+export async function listOrders(em: EntityManager, filters: OrderFilters, page: PageArgs): Promise<OrderView[]> {
+  const where: Record<string, unknown>[] = [page.where];
+  const statuses = statusesOf(filters);
+  if (statuses) where.push({ status: { $in: statuses } });
+  if (filters.customer_id) where.push({ customerId: { $in: filters.customer_id } });
+  if (filters.store_id) where.push({ storeId: { $in: filters.store_id } });
+  if (filters.payment_status) where.push({ paymentStatus: { $in: filters.payment_status } });
+  if (filters.created_gte) where.push({ createdAt: { $gte: filters.created_gte } });
+  if (filters.created_lte) where.push({ createdAt: { $lte: filters.created_lte } });
+  const rows = await em.find(Order, { $and: where }, { orderBy: { id: page.direction }, limit: page.limit + 1 });
+  return rows.map(orderView);
+}
+
+export interface OrderPatch {
+  shipping_address?: Address;
+  metadata?: Record<string, string | null>;
+}
+
+/**
+ * Changes an order's metadata or shipping address. The row is locked (FOR UPDATE) for the
+ * read-change-write, and the version column is checked on write, so concurrent updates apply one
+ * after the other and none is lost (the v3.1.5 race fix).
+ */
+export async function updateOrder(em: EntityManager, scope: Scope, id: string, patch: OrderPatch, requestId: string): Promise<OrderView> {
+  return em.transactional(async (tx) => {
+    const order = await tx.findOne(Order, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!order) throw notFound('order', id);
+    const before = orderView(order);
+    const previous: Record<string, unknown> = {};
+    if (patch.shipping_address !== undefined) {
+      if (order.status !== 'processing') {
+        throw conflict('invalid_state_transition', `The order is ${order.status}; its shipping address can no longer change.`,
+          'Change the shipping address only while the order is processing.', { current_state: order.status });
+      }
+      if (JSON.stringify(order.shippingAddress) !== JSON.stringify(patch.shipping_address)) {
+        previous.shipping_address = before.shipping_address;
+        order.shippingAddress = patch.shipping_address;
+      }
+    }
+    if (patch.metadata !== undefined) {
+      const next = { ...order.metadata };
+      for (const [k, v] of Object.entries(patch.metadata)) {
+        if (v === null || v === '') delete next[k];
+        else next[k] = v;
+      }
+      if (Object.keys(next).length > 50) throw validationFailed([{ path: 'metadata', message: 'metadata holds at most 50 keys' }]);
+      if (JSON.stringify(next) !== JSON.stringify(order.metadata)) {
+        previous.metadata = before.metadata;
+        order.metadata = next;
+      }
+    }
+    if (!Object.keys(previous).length) return before;
+    order.updatedAt = new Date();
+    recordEvent(tx, scope, { type: 'order.updated', object: orderView(order), previousAttributes: previous, customerId: order.customerId, requestId });
+    await tx.flush();
+    return orderView(order);
+  });
+}
+
+function invalidTransition(order: Order, action: string): ApiError {
+  return conflict('invalid_state_transition', `Order ${order.id} is ${order.status}; it cannot be ${action}.`,
+    order.status === 'processing' ? 'Retry in a moment: another change to this order is in progress.' : `Only a processing order can be ${action}.`,
+    { current_state: order.status });
+}
+
+export interface TransitionResult {
+  status: OrderStatus;
+  fulfillment: FulfillmentStatus;
+}
+
+/** Run by the order workflow's first activity: the workflow exists, the reconciliation is done. */
+export async function confirmOrderWorkflow(em: EntityManager, id: string): Promise<TransitionResult> {
+  const order = await findOrder(em, id);
+  if (!order.workflowConfirmedAt) {
+    await em.nativeUpdate(Order, { id, workflowConfirmedAt: null }, { workflowConfirmedAt: new Date() });
+  }
+  return { status: order.status, fulfillment: order.fulfillmentStatus };
+}
+
+/**
+ * Fulfils a processing order: the reserved units leave their warehouses, `order.fulfilled` is
+ * recorded. Idempotent: a retry after a commit whose answer was lost finds the order fulfilled.
+ */
+export async function fulfillOrder(
+  em: EntityManager, scope: Scope, id: string, args: { trackingNumber: string | null; carrier: string | null; requestId: string | null },
+): Promise<TransitionResult> {
+  return em.transactional(async (tx) => {
+    const order = await tx.findOne(Order, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!order) throw notFound('order', id);
+    if (order.status === 'fulfilled') return { status: order.status, fulfillment: order.fulfillmentStatus };
+    if (order.status !== 'processing') throw invalidTransition(order, 'fulfilled');
+    for (const line of order.lineItems) await consumeStock(tx, scope, line.sku, line.allocations);
+    const now = new Date();
+    Object.assign(order, {
+      status: 'fulfilled', fulfillmentStatus: 'fulfilled', trackingNumber: args.trackingNumber, carrier: args.carrier,
+      fulfilledAt: now, updatedAt: now,
+    });
+    recordEvent(tx, scope, { type: 'order.fulfilled', object: orderView(order), customerId: order.customerId, requestId: args.requestId });
+    await tx.flush();
+    return { status: order.status, fulfillment: order.fulfillmentStatus };
+  });
+}
+
+/** Cancels a processing order and releases its reserved stock (the compensation of the reservation). */
+export async function cancelOrder(
+  em: EntityManager, scope: Scope, id: string, args: { reason: string | null; requestId: string | null },
+): Promise<TransitionResult> {
+  return em.transactional(async (tx) => {
+    const order = await tx.findOne(Order, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!order) throw notFound('order', id);
+    if (order.status === 'canceled') return { status: order.status, fulfillment: order.fulfillmentStatus };
+    if (order.status !== 'processing') throw invalidTransition(order, 'canceled');
+    for (const line of order.lineItems) await releaseStock(tx, scope, line.sku, line.allocations);
+    const now = new Date();
+    Object.assign(order, { status: 'canceled', fulfillmentStatus: 'canceled', canceledAt: now, cancellationReason: args.reason, updatedAt: now });
+    recordEvent(tx, scope, { type: 'order.canceled', object: orderView(order), customerId: order.customerId, requestId: args.requestId });
+    await tx.flush();
+    return { status: order.status, fulfillment: order.fulfillmentStatus };
+  });
+}
+
+/** The fulfilment deadline passed: mark the order delayed and record `order.fulfillment.delayed` once. */
+export async function markFulfillmentDelayed(em: EntityManager, scope: Scope, id: string): Promise<TransitionResult> {
+  return em.transactional(async (tx) => {
+    const order = await tx.findOne(Order, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!order) throw notFound('order', id);
+    if (order.status !== 'processing' || order.fulfillmentStatus !== 'pending') {
+      return { status: order.status, fulfillment: order.fulfillmentStatus };
+    }
+    order.fulfillmentStatus = 'delayed';
+    order.updatedAt = new Date();
+    recordEvent(tx, scope, { type: 'order.fulfillment.delayed', object: orderView(order), customerId: order.customerId });
+    await tx.flush();
+    return { status: order.status, fulfillment: order.fulfillmentStatus };
+  });
+}
+
+/** Records that an order was paid (out of band or by a payment); `order.updated` carries the change. */
+export async function markOrderPaid(
+  em: EntityManager, scope: Scope, id: string, paymentId: string | null, requestId: string | null,
+): Promise<OrderView> {
+  return em.transactional(async (tx) => {
+    const order = await tx.findOne(Order, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!order) throw notFound('order', id);
+    if (order.paymentStatus === 'paid') return orderView(order);
+    if (order.status === 'canceled') throw invalidTransition(order, 'paid');
+    const before = orderView(order);
+    const now = new Date();
+    Object.assign(order, { paymentStatus: 'paid', paidAt: now, paymentId: paymentId ?? order.paymentId ?? null, updatedAt: now });
+    recordEvent(tx, scope, {
+      type: 'order.updated', object: orderView(order),
+      previousAttributes: { payment_status: before.payment_status, paid_at: before.paid_at, payment_id: before.payment_id },
+      customerId: order.customerId, requestId,
+    });
+    await tx.flush();
+    return orderView(order);
+  });
+}

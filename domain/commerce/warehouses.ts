@@ -1,0 +1,59 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { conflict, notFound } from '../../platform/errors.ts';
+import { newId } from '../../platform/ids.ts';
+import { scopeColumns, type Scope } from '../scope.ts';
+import type { PageArgs } from './catalog.ts';
+import { Warehouse, type Address } from './entities.ts';
+import { isUniqueViolation } from './sql.ts';
+
+export interface WarehouseView {
+  id: string;
+  object: 'warehouse';
+  livemode: boolean;
+  name: string;
+  code: string | null;
+  address: Address | null;
+  metadata: Record<string, string>;
+  created_at: string;
+}
+
+export interface WarehouseInput {
+  name: string;
+  code?: string;
+  address?: Address;
+  metadata?: Record<string, string>;
+}
+
+export function warehouseView(w: Warehouse): WarehouseView {
+  return {
+    id: w.id, object: 'warehouse', livemode: w.livemode, name: w.name, code: w.code ?? null,
+    address: w.address ?? null, metadata: w.metadata, created_at: w.createdAt.toISOString(),
+  };
+}
+
+export async function createWarehouse(em: EntityManager, scope: Scope, input: WarehouseInput): Promise<WarehouseView> {
+  const warehouse = em.create(Warehouse, {
+    id: newId('warehouse'), ...scopeColumns(scope), name: input.name, code: input.code ?? null,
+    address: input.address ?? null, metadata: input.metadata ?? {},
+  });
+  try {
+    await em.flush();
+  } catch (err) {
+    if (isUniqueViolation(err, 'warehouses_code')) {
+      throw conflict('warehouse_code_taken', `A warehouse with code '${input.code}' already exists.`, 'Choose another code, or use the existing warehouse.', { warehouse_code: input.code });
+    }
+    throw err;
+  }
+  return warehouseView(warehouse);
+}
+
+export async function getWarehouse(em: EntityManager, id: string): Promise<WarehouseView> {
+  const warehouse = await em.findOne(Warehouse, { id });
+  if (!warehouse) throw notFound('warehouse', id);
+  return warehouseView(warehouse);
+}
+
+export async function listWarehouses(em: EntityManager, page: PageArgs): Promise<WarehouseView[]> {
+  const rows = await em.find(Warehouse, page.where, { orderBy: { id: page.direction }, limit: page.limit + 1 });
+  return rows.map(warehouseView);
+}

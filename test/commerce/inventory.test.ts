@@ -1,0 +1,135 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client } from '../support/http.ts';
+import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { create, openShop, stockOf, stockedProduct, type Shop } from './support.ts';
+
+let platform: TestPlatform;
+let http: ReturnType<typeof client>;
+let key: string;
+let shop: Shop;
+
+beforeAll(async () => {
+  platform = await startTestPlatform({ env: { RATE_LIMIT_CONCURRENCY: '100', RATE_LIMIT_PER_MINUTE: '10000', LOG_LEVEL: 'error' } });
+  http = client(platform.url);
+  key = await platform.newKey();
+  shop = await openShop(http, key);
+});
+afterAll(() => platform?.close());
+
+const put = (sku: string, body: Record<string, unknown>) => http(`/v3/inventory/${sku}/stock`, { key, method: 'PUT', body });
+
+describe('warehouses', () => {
+  it('creates, reads and lists warehouses; a duplicate code is 409', async () => {
+    const w = await create(http, key, '/v3/warehouses', { name: 'Amsterdam', code: 'AMS-1', address: { city: 'Amsterdam', country: 'NL' } });
+    expect(w).toMatchObject({ object: 'warehouse', name: 'Amsterdam', code: 'AMS-1', address: { city: 'Amsterdam', country: 'NL' } });
+    expect((await http(`/v3/warehouses/${w.id}`, { key })).body).toEqual(w);
+    expect((await http('/v3/warehouses', { key })).body.data.map((x: { id: string }) => x.id)).toContain(w.id);
+    expect((await http('/v3/warehouses', { key, body: { name: 'Again', code: 'AMS-1' } })).body.code).toBe('warehouse_code_taken');
+  });
+});
+
+describe('PUT /v3/inventory/{sku}/stock', () => {
+  it('sets, adds and subtracts; never below zero (409 insufficient_stock, nothing changed)', async () => {
+    await stockedProduct(http, key, shop, 'INV-A', 0);
+    let res = await put('INV-A', { warehouse_id: shop.warehouseId, quantity: 10, operation: 'set', location: 'A-1' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ object: 'inventory_level', sku: 'INV-A', warehouse_id: shop.warehouseId, quantity: 10, reserved: 0, available: 10, location: 'A-1' });
+    res = await put('INV-A', { warehouse_id: shop.warehouseId, quantity: 5, operation: 'add' });
+    expect(res.body.quantity).toBe(15);
+    res = await put('INV-A', { warehouse_id: shop.warehouseId, quantity: 15, operation: 'subtract' });
+    expect(res.body).toMatchObject({ quantity: 0, available: 0 });
+    res = await put('INV-A', { warehouse_id: shop.warehouseId, quantity: 1, operation: 'subtract' });
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ code: 'insufficient_stock', errors: [{ path: 'quantity' }] });
+    expect(res.body.errors[0].message).toContain('available: 0');
+    expect(await stockOf(platform, 'INV-A')).toEqual({ quantity: 0, reserved: 0 });
+  });
+
+  it('keeps stock exact under 40 concurrent subtracts of one unit from 25', async () => {
+    await stockedProduct(http, key, shop, 'INV-RACE', 25);
+    const results = await Promise.all(Array.from({ length: 40 }, () => put('INV-RACE', { warehouse_id: shop.warehouseId, quantity: 1, operation: 'subtract' })));
+    expect(results.filter((r) => r.status !== 200 && r.status !== 409).map((r) => r.text)).toEqual([]);
+    expect(results.filter((r) => r.status === 200)).toHaveLength(25);
+    expect(results.filter((r) => r.status === 409)).toHaveLength(15);
+    expect(await stockOf(platform, 'INV-RACE')).toEqual({ quantity: 0, reserved: 0 });
+  });
+
+  it('404s an unknown SKU and names an unknown warehouse', async () => {
+    expect((await http('/v3/inventory/NO-SUCH/stock', { key })).status).toBe(404);
+    const res = await put('NO-SUCH', { warehouse_id: 'wh_nope', quantity: 1, operation: 'set' });
+    expect(res.status).toBe(422);
+    expect(res.body.errors.map((e: { path: string }) => e.path).sort()).toEqual(['sku', 'warehouse_id']);
+  });
+
+  it('records inventory.low_stock once when available stock falls to the reorder point', async () => {
+    await stockedProduct(http, key, shop, 'INV-LOW', 0, { inventory: { reorder_point: 3 } });
+    await put('INV-LOW', { warehouse_id: shop.warehouseId, quantity: 10, operation: 'set' });
+    await put('INV-LOW', { warehouse_id: shop.warehouseId, quantity: 6, operation: 'subtract' }); // 4: above
+    await put('INV-LOW', { warehouse_id: shop.warehouseId, quantity: 1, operation: 'subtract' }); // 3: at the point
+    await put('INV-LOW', { warehouse_id: shop.warehouseId, quantity: 1, operation: 'subtract' }); // 2: still low, no repeat
+    const events = await platform.sql<{ data: any }>(`select data from events where type = 'inventory.low_stock' and data->'object'->>'sku' = 'INV-LOW'`);
+    expect(events).toHaveLength(1);
+    expect(events[0]!.data.object).toMatchObject({ object: 'inventory_level', sku: 'INV-LOW', available: 3, reorder_point: 3, warehouse_id: shop.warehouseId });
+  });
+});
+
+describe('POST /v3/inventory/bulk-update', () => {
+  it('applies every item in one transaction', async () => {
+    await stockedProduct(http, key, shop, 'BULK-1', 0);
+    await stockedProduct(http, key, shop, 'BULK-2', 0);
+    const res = await http('/v3/inventory/bulk-update', {
+      key,
+      body: { items: [
+        { sku: 'BULK-1', warehouse_id: shop.warehouseId, quantity: 7, operation: 'set' },
+        { sku: 'BULK-2', warehouse_id: shop.warehouseId, quantity: 3, operation: 'add' },
+        { sku: 'BULK-1', warehouse_id: shop.warehouseId, quantity: 2, operation: 'subtract' },
+      ] },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ object: 'inventory_bulk_update', updated: 3 });
+    expect(await stockOf(platform, 'BULK-1')).toEqual({ quantity: 5, reserved: 0 });
+    expect(await stockOf(platform, 'BULK-2')).toEqual({ quantity: 3, reserved: 0 });
+  });
+
+  it('changes nothing when one item is bad, and lists every bad item', async () => {
+    const before = [await stockOf(platform, 'BULK-1'), await stockOf(platform, 'BULK-2')];
+    const res = await http('/v3/inventory/bulk-update', {
+      key,
+      body: { items: [
+        { sku: 'BULK-1', warehouse_id: shop.warehouseId, quantity: 100, operation: 'add' },
+        { sku: 'BULK-2', warehouse_id: shop.warehouseId, quantity: 4, operation: 'subtract' },
+        { sku: 'BULK-1', warehouse_id: shop.warehouseId, quantity: 1000, operation: 'subtract' },
+      ] },
+    });
+    expect(res.status).toBe(409);
+    expect(res.body.code).toBe('insufficient_stock');
+    expect(res.body.errors.map((e: { path: string }) => e.path)).toEqual(['items.1.quantity', 'items.2.quantity']);
+    expect([await stockOf(platform, 'BULK-1'), await stockOf(platform, 'BULK-2')]).toEqual(before);
+
+    const mixed = await http('/v3/inventory/bulk-update', {
+      key,
+      body: { items: [
+        { sku: 'BULK-1', warehouse_id: shop.warehouseId, quantity: 1, operation: 'add' },
+        { sku: 'GHOST', warehouse_id: shop.warehouseId, quantity: 1, operation: 'add' },
+        { sku: 'BULK-2', warehouse_id: shop.warehouseId, quantity: 99, operation: 'subtract' },
+      ] },
+    });
+    expect(mixed.status).toBe(422);
+    expect(mixed.body.errors.map((e: { path: string }) => e.path)).toEqual(['items.1.sku', 'items.2.quantity']);
+    expect([await stockOf(platform, 'BULK-1'), await stockOf(platform, 'BULK-2')]).toEqual(before);
+  });
+
+  it('takes 1,000 items and refuses 1,001 with 422', async () => {
+    const skus = Array.from({ length: 10 }, (_, i) => `BULK-K${i}`);
+    for (const sku of skus) await stockedProduct(http, key, shop, sku, 0);
+    const items = (n: number) => Array.from({ length: n }, (_, i) => ({ sku: skus[i % 10]!, warehouse_id: shop.warehouseId, quantity: 1, operation: 'add', location: `BIN-${i}` }));
+    const ok = await http('/v3/inventory/bulk-update', { key, body: { items: items(1000) } });
+    expect(ok.status).toBe(200);
+    expect(ok.body.updated).toBe(1000);
+    expect(await stockOf(platform, 'BULK-K0')).toEqual({ quantity: 100, reserved: 0 });
+    const tooMany = await http('/v3/inventory/bulk-update', { key, body: { items: items(1001) } });
+    expect(tooMany.status).toBe(422);
+    expect(tooMany.body.errors).toEqual([expect.objectContaining({ path: 'items', message: expect.stringContaining('1000') })]);
+    expect(await stockOf(platform, 'BULK-K0')).toEqual({ quantity: 100, reserved: 0 });
+  });
+});
