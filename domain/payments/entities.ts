@@ -44,7 +44,7 @@ export const Payment = defineEntity({
     requestId: p.string().nullable(),
     metadata: p.json<Record<string, string>>(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p.datetime().onCreate(() => new Date()),
   },
 });
 export type Payment = InferEntity<typeof Payment>;
@@ -71,7 +71,7 @@ export const PaymentRefund = defineEntity({
     requestIdempotencyKey: p.string().nullable(),
     metadata: p.json<Record<string, string>>(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p.datetime().onCreate(() => new Date()),
   },
 });
 export type PaymentRefund = InferEntity<typeof PaymentRefund>;
@@ -97,7 +97,7 @@ export const PaymentTransfer = defineEntity({
     failureCode: p.string().nullable(),
     failureMessage: p.text().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p.datetime().onCreate(() => new Date()),
   },
 });
 export type PaymentTransfer = InferEntity<typeof PaymentTransfer>;
@@ -109,7 +109,7 @@ export const PaymentGatewaySetting = defineEntity({
   properties: {
     accountId: p.string().primary(),
     liveGateway: p.enum(['sandbox', 'stripe'] as const),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p.datetime().onCreate(() => new Date()),
   },
 });
 export type PaymentGatewaySetting = InferEntity<typeof PaymentGatewaySetting>;

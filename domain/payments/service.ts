@@ -111,44 +111,50 @@ export async function recordPayment(em: EntityManager, input: PaymentWorkflowInp
     const other = await em.findOne(Payment, { requestIdempotencyKey: input.requestIdempotencyKey });
     if (other) throw new DuplicatePaymentError(other.id);
   }
-  const payment = em.create(Payment, {
-    id: input.paymentId,
-    ...scopeColumns(scope),
-    kind: input.kind,
-    status: 'processing',
-    amount: input.amount,
-    amountRefunded: 0,
-    currency: input.currency,
-    customerId: input.customerId,
-    description: input.description,
-    fraudProtection: input.fraudProtection,
-    gateway: input.gateway,
-    gatewayReference: null,
-    cardBrand: input.card.brand,
-    cardLast4: input.card.last4,
-    cardExpMonth: input.card.expMonth,
-    cardExpYear: input.card.expYear,
-    cardToken: input.card.token,
-    riskScore: null,
-    fees: null,
-    settlementExpectedDate: null,
-    failureCode: null,
-    declineCode: null,
-    failureMessage: null,
-    platformFee: input.split?.platformFee ?? null,
-    roundingRemainder: input.split?.roundingRemainder ?? null,
-    splitStatus: input.split ? 'pending' : null,
-    workflowId,
-    requestIdempotencyKey: input.requestIdempotencyKey,
-    requestId: input.requestId,
-    metadata: input.metadata,
-  });
-  const transfers = (input.split?.transfers ?? []).map((t, position) => em.create(PaymentTransfer, {
-    id: t.id, ...scopeColumns(scope), paymentId: input.paymentId, position, destination: t.destination, amount: t.amount,
-    currency: input.currency, status: 'pending', gatewayReference: null, failureCode: null, failureMessage: null,
-  }));
+  const write = async (tx: EntityManager) => {
+    const payment = tx.create(Payment, {
+      id: input.paymentId,
+      ...scopeColumns(scope),
+      kind: input.kind,
+      status: 'processing',
+      amount: input.amount,
+      amountRefunded: 0,
+      currency: input.currency,
+      customerId: input.customerId,
+      description: input.description,
+      fraudProtection: input.fraudProtection,
+      gateway: input.gateway,
+      gatewayReference: null,
+      cardBrand: input.card.brand,
+      cardLast4: input.card.last4,
+      cardExpMonth: input.card.expMonth,
+      cardExpYear: input.card.expYear,
+      cardToken: input.card.token,
+      riskScore: null,
+      fees: null,
+      settlementExpectedDate: null,
+      failureCode: null,
+      declineCode: null,
+      failureMessage: null,
+      platformFee: input.split?.platformFee ?? null,
+      roundingRemainder: input.split?.roundingRemainder ?? null,
+      splitStatus: input.split ? 'pending' : null,
+      workflowId,
+      requestIdempotencyKey: input.requestIdempotencyKey,
+      requestId: input.requestId,
+      metadata: input.metadata,
+    });
+    // No ORM relation links the two tables, so the payment row goes first (the transfers reference it).
+    await tx.flush();
+    const transfers = (input.split?.transfers ?? []).map((t, position) => tx.create(PaymentTransfer, {
+      id: t.id, ...scopeColumns(scope), paymentId: input.paymentId, position, destination: t.destination, amount: t.amount,
+      currency: input.currency, status: 'pending', gatewayReference: null, failureCode: null, failureMessage: null,
+    }));
+    await tx.flush();
+    return paymentView(payment, transfers);
+  };
   try {
-    await em.flush();
+    return await em.transactional(write);
   } catch (err) {
     if ((err as { code?: string }).code === '23505' && input.requestIdempotencyKey) {
       const fresh = em.fork();
@@ -158,7 +164,6 @@ export async function recordPayment(em: EntityManager, input: PaymentWorkflowInp
     }
     throw err;
   }
-  return paymentView(payment, transfers);
 }
 
 /** Applies the gateway's answer once; a repeated call returns the payment as it is. */
@@ -227,6 +232,7 @@ export async function getTransfer(em: EntityManager, transferId: string): Promis
 export async function recordTransferResult(em: EntityManager, transferId: string, result: TransferResult): Promise<TransferView> {
   const t = await getTransfer(em, transferId);
   if (t.status === 'pending') {
+    t.updatedAt = new Date();
     if (result.outcome === 'paid') {
       t.status = 'paid';
       t.gatewayReference = result.reference;
@@ -250,6 +256,7 @@ export async function finishSplit(em: EntityManager, paymentId: string, status: 
   if (status === 'reversed') await em.nativeUpdate(PaymentTransfer, { paymentId, status: 'pending' }, { status: 'canceled', updatedAt: new Date() });
   if (payment.splitStatus === 'pending') {
     payment.splitStatus = status;
+    payment.updatedAt = new Date();
     await em.flush();
   }
   return loadView(em, payment);

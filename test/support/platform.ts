@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { startApiServer, type RunningApi } from '../../api/server.ts';
-import { createOrm, type MikroORM } from '../../db/orm.ts';
+import { createOrm, nativePool, type MikroORM } from '../../db/orm.ts';
+import { createPaymentGateways, type PaymentGateways } from '../../domain/payments/gateways/index.ts';
 import { createAccount, createKey, type CreateKeyInput } from '../../domain/accounts/service.ts';
 import { loadConfig, type Config } from '../../platform/config.ts';
 import { createLogger } from '../../platform/logger.ts';
@@ -18,6 +19,8 @@ export interface TestPlatform {
   config: Config;
   taskQueuePrefix: string;
   api: RunningApi;
+  /** The gateways the API and worker share (the sandbox's outage switch is a test hook). */
+  paymentGateways: PaymentGateways;
   /** A second API process on the same database (its own ORM and pool). */
   startSecondApi(): Promise<RunningApi>;
   newAccount(tier?: 'standard' | 'premium'): Promise<string>;
@@ -55,23 +58,24 @@ export async function startTestPlatform(opts: { env?: Record<string, string>; wo
   });
   const logger = createLogger(config.LOG_LEVEL);
   const orm = await createOrm({ url: dbUrl, poolMax: 15 });
+  const paymentGateways = createPaymentGateways(config, () => nativePool(orm));
   const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix });
   let workers: RunningWorkers | undefined;
   if (opts.worker) {
     workers = await startWorkers({
       address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix, orm, logger,
-      bundle: { codePath: inject('bundlePath') }, config,
+      bundle: { codePath: inject('bundlePath') }, config, paymentGateways,
     });
   }
-  const api = await startApiServer({ config, orm, temporal, logger, port: 0, host: '127.0.0.1' });
+  const api = await startApiServer({ config, orm, temporal, logger, port: 0, host: '127.0.0.1', paymentGateways });
   const extra: { api: RunningApi; orm: MikroORM }[] = [];
   const defaultAccountId = (await createAccount(orm, { name: 'Test account' })).id;
 
   return {
-    url: api.url, dbUrl, orm, temporal, config, taskQueuePrefix, api,
+    url: api.url, dbUrl, orm, temporal, config, taskQueuePrefix, api, paymentGateways,
     async startSecondApi() {
       const orm2 = await createOrm({ url: dbUrl, poolMax: 10 });
-      const api2 = await startApiServer({ config, orm: orm2, temporal, logger, port: 0, host: '127.0.0.1' });
+      const api2 = await startApiServer({ config, orm: orm2, temporal, logger, port: 0, host: '127.0.0.1', paymentGateways });
       extra.push({ api: api2, orm: orm2 });
       return api2;
     },

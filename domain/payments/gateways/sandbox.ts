@@ -81,7 +81,11 @@ export class SandboxGateway implements PaymentGateway {
     this.options = { ...SANDBOX_DEFAULTS, ...options };
   }
 
-  /** Test hook: while on, every call fails as if the gateway were down (payments stay processing). */
+  /**
+   * Test hook: while on, every money-moving call (charge, refund, transfer, reversal) fails as if
+   * the gateway were down, so accepted payments stay `processing` and their workflows retry.
+   * Tokenization keeps working (it models the gateway's separate vault endpoint).
+   */
   simulateOutage(on: boolean): void {
     this.outage = on;
   }
@@ -95,7 +99,6 @@ export class SandboxGateway implements PaymentGateway {
   }
 
   async tokenizeCard(card: CardInput): Promise<CardOnFile> {
-    this.assertUp();
     const number = normalizeCardNumber(card.number);
     const scenario = SCENARIO_BY_NUMBER.get(number) ?? 'succeeds';
     const token = `tok_sandbox_${randomBytes(12).toString('hex')}`;

@@ -38,6 +38,11 @@ export class StripeGateway implements PaymentGateway {
     });
   }
 
+  /** Every answered Stripe call (method, path, status, idempotency key): for monitoring and tests. */
+  onResponse(listener: (e: { method: string; path: string; status: number; idempotencyKey: string | null }) => void): void {
+    this.stripe.on('response', (e: Stripe.ResponseEvent) => listener({ method: e.method, path: e.path, status: e.status, idempotencyKey: e.idempotency_key ?? null }));
+  }
+
   async tokenizeCard(card: CardInput): Promise<CardOnFile> {
     try {
       const pm = await this.stripe.paymentMethods.create({

@@ -1,0 +1,83 @@
+/**
+ * stripe-mock (https://github.com/stripe/stripe-mock): Stripe's own mock of its API, validating
+ * every request against Stripe's OpenAPI spec. The Stripe adapter's tests run against it. The
+ * binary comes from STRIPE_MOCK_BIN, PATH, or a cached build in `.tools/bin` (built once with Go).
+ */
+import { execFile, spawn } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import { delimiter, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+export const STRIPE_MOCK_MODULE = 'github.com/stripe/stripe-mock@v0.197.0';
+const TOOLS_BIN = join(resolve(dirname(fileURLToPath(import.meta.url)), '..'), '.tools', 'bin');
+
+function executable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The stripe-mock binary, building it into `.tools/bin` with `go install` when there is none. */
+export async function ensureStripeMock(log: (line: string) => void = () => undefined): Promise<string> {
+  const candidates = [
+    process.env.STRIPE_MOCK_BIN,
+    ...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, 'stripe-mock')),
+    join(TOOLS_BIN, 'stripe-mock'),
+  ].filter((c): c is string => Boolean(c));
+  const found = candidates.find(executable);
+  if (found) return found;
+  log(`building ${STRIPE_MOCK_MODULE} into ${TOOLS_BIN} (once) …`);
+  try {
+    await promisify(execFile)('go', ['install', STRIPE_MOCK_MODULE], {
+      env: { ...process.env, GOBIN: TOOLS_BIN, CGO_ENABLED: '0' }, maxBuffer: 16 * 1024 * 1024,
+    });
+  } catch (err) {
+    throw new Error(`stripe-mock is not installed and could not be built with Go (${(err as Error).message}); install Go or set STRIPE_MOCK_BIN.`);
+  }
+  return join(TOOLS_BIN, 'stripe-mock');
+}
+
+export interface RunningStripeMock {
+  /** e.g. http://127.0.0.1:41234 — use as STRIPE_API_BASE. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Starts stripe-mock on free loopback ports (HTTP and HTTPS), resolving once it listens. */
+export async function startStripeMock(): Promise<RunningStripeMock> {
+  const binary = await ensureStripeMock();
+  const child = spawn(binary, ['-http-addr', '127.0.0.1:0', '-https-addr', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const url = await new Promise<string>((ok, fail) => {
+    let output = '';
+    const timer = setTimeout(() => fail(new Error(`stripe-mock did not start in 30 s:\n${output}`)), 30_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const m = /Listening for HTTP at address: (\S+)/.exec(output);
+      if (m) {
+        clearTimeout(timer);
+        ok(`http://${m[1]}`);
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      fail(new Error(`stripe-mock exited with ${code}:\n${output}`));
+    });
+  });
+  child.stdout.resume();
+  child.stderr.resume();
+  return {
+    url,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}

@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client } from '../support/http.ts';
+import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { captureOutput, cardBody, findCardData } from './support.ts';
+
+let platform: TestPlatform;
+let http: ReturnType<typeof client>;
+let key: string;
+let customer: string;
+const output = captureOutput();
+
+beforeAll(async () => {
+  platform = await startTestPlatform({ worker: true, env: { PAYMENTS_SYNC_WAIT_MS: '8000' } });
+  http = client(platform.url);
+  key = await platform.newKey();
+  customer = (await http('/v3/customers', { key, body: { email: 'seller@example.com', name: 'Seller' } })).body.id;
+});
+afterAll(async () => {
+  output.stop();
+  await platform?.close();
+});
+
+const split = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+  http('/v3/payments/marketplace/split', { key, headers, body: { currency: 'USD', payment_method: cardBody('4242424242424242'), ...body } });
+
+async function gatewayTransfers(destinations: string[]) {
+  return platform.sql<{ destination: string; amount: string; status: string; reversed_at: Date | null }>(
+    'select destination, amount, status, reversed_at from sandbox_gateway_transfers where destination = any($1) order by created_at', [destinations]);
+}
+
+describe('POST /v3/payments/marketplace/split', () => {
+  it('charges once and pays each destination; the fee stays with the platform', async () => {
+    const res = await split({ total_amount: 100, platform_fee: 10, splits: [{ destination: 'acct_seller_a', amount: 60 }, { destination: customer, percent: 30 }] });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({
+      status: 'succeeded', amount: 10000, currency: 'USD',
+      split: {
+        status: 'completed', platform_fee: 1000, rounding_remainder: 0,
+        transfers: [{ destination: 'acct_seller_a', amount: 6000, status: 'paid' }, { destination: customer, amount: 3000, status: 'paid' }],
+      },
+    });
+    expect(await gatewayTransfers(['acct_seller_a', customer])).toEqual([
+      expect.objectContaining({ destination: 'acct_seller_a', amount: '6000', status: 'paid', reversed_at: null }),
+      expect.objectContaining({ destination: customer, amount: '3000', status: 'paid', reversed_at: null }),
+    ]);
+    const status = await http(`/v3/payments/${res.body.id}/status`, { key });
+    expect(status.body).toEqual(res.body);
+  });
+
+  it('gives the rounding remainder of percentage splits to the platform', async () => {
+    const res = await split({ total_amount: 0.05, platform_fee: 0, splits: [{ destination: 'acct_half_a', percent: 50 }, { destination: 'acct_half_b', percent: 50 }] });
+    expect(res.status).toBe(201);
+    expect(res.body.split).toMatchObject({ platform_fee: 1, rounding_remainder: 1, transfers: [{ amount: 2 }, { amount: 2 }] });
+  });
+
+  it('refuses parts that do not add up (422), before charging anything', async () => {
+    const before = await platform.sql('select id from sandbox_gateway_charges');
+    const res = await split({ total_amount: 100, platform_fee: 10, splits: [{ destination: 'acct_a', amount: 60 }, { destination: 'acct_b', amount: 20.5 }] });
+    expect(res.status).toBe(422);
+    expect(res.body.errors).toEqual([{ path: 'splits', message: expect.stringContaining('come to 90.50 USD, but total_amount is 100.00 USD') }]);
+    const decimals = await split({ total_amount: 100.001, platform_fee: 10, splits: [{ destination: 'acct_a', amount: 90.001 }] });
+    expect(decimals.status).toBe(422);
+    expect(decimals.body.errors.map((e: { path: string }) => e.path)).toEqual(['total_amount', 'splits.0.amount']);
+    const unknown = await split({ total_amount: 10, platform_fee: 0, splits: [{ destination: 'cus_01jzzzzzzzzzzzzzzzzzzzzzzz', amount: 10 }] });
+    expect(unknown.status).toBe(422);
+    expect(unknown.body.errors[0].path).toBe('splits.0.destination');
+    expect(await platform.sql('select id from sandbox_gateway_charges')).toHaveLength(before.length);
+  });
+
+  it('reverses the transfers already made and refunds the charge when one transfer fails', async () => {
+    const res = await split({
+      total_amount: 100, platform_fee: 10,
+      splits: [{ destination: 'acct_comp_first', amount: 30 }, { destination: 'acct_comp_closed', amount: 30 }, { destination: 'acct_comp_never', amount: 30 }],
+    });
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ code: 'transfer_failed', errors: [{ path: 'splits.1.destination' }] });
+    const payment = (await http(`/v3/payments/${res.body.payment_id}/status`, { key })).body;
+    expect(payment).toMatchObject({
+      status: 'refunded', amount_refunded: 10000,
+      split: { status: 'reversed', transfers: [{ status: 'reversed' }, { status: 'failed', failure: { code: 'account_closed' } }, { status: 'canceled' }] },
+    });
+    const ledger = await gatewayTransfers(['acct_comp_first', 'acct_comp_closed', 'acct_comp_never']);
+    expect(ledger).toHaveLength(2);
+    expect(ledger[0]).toMatchObject({ destination: 'acct_comp_first', status: 'paid' });
+    expect(ledger[0]!.reversed_at).not.toBeNull();
+    expect(ledger[1]).toMatchObject({ destination: 'acct_comp_closed', status: 'failed' });
+    const [charge] = await platform.sql<{ amount_refunded: string }>('select amount_refunded from sandbox_gateway_charges where idempotency_key = $1', [`${payment.id}:charge`]);
+    expect(charge!.amount_refunded).toBe('10000');
+    const events = await platform.sql<{ type: string }>(`select type from events where data->'object'->>'id' = $1 order by id`, [payment.id]);
+    expect(events.map((e) => e.type)).toEqual(['payment.succeeded', 'payment.refunded']);
+  });
+
+  it('makes no transfer when the card is declined', async () => {
+    const res = await split({ total_amount: 10, platform_fee: 1, payment_method: cardBody('4000000000009995'), splits: [{ destination: 'acct_declined_dest', amount: 9 }] });
+    expect(res.status).toBe(402);
+    expect(res.body.decline_code).toBe('insufficient_funds');
+    expect(res.body.payment.split).toMatchObject({ status: 'canceled', transfers: [{ status: 'canceled' }] });
+    expect(await gatewayTransfers(['acct_declined_dest'])).toHaveLength(0);
+  });
+
+  it('leaves no card number in the database, the logs or the workflow histories', async () => {
+    expect(await findCardData(platform, ['4242424242424242', '4000000000009995'], output.text())).toEqual([]);
+  });
+});
