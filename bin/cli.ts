@@ -12,7 +12,7 @@ import { createOrm, migrate, type MikroORM } from '../db/orm.ts';
 import { ACCOUNT_TIERS, KEY_TYPES, type AccountTier, type KeyType } from '../domain/accounts/entities.ts';
 import { createAccount, createKey, keyUsage, listKeys, revokeKey } from '../domain/accounts/service.ts';
 import { ApiError } from '../platform/errors.ts';
-import { openLocalDatabase } from '../platform/local-database.ts';
+import { DEFAULT_DATA_DIR, openLocalDatabase } from '../platform/local-database.ts';
 
 const USAGE = `Usage:
   cli accounts create --name NAME [--tier standard|premium] [--json]
@@ -99,7 +99,7 @@ if (opts.help) {
   process.exit(0);
 }
 
-const local = process.env.DATABASE_URL ? null : await openLocalDatabase({ advertise: false });
+const local = process.env.DATABASE_URL ? null : await openLocalDatabase({ dataDir: process.env.DATA_DIR || DEFAULT_DATA_DIR, advertise: false });
 const orm = await createOrm({ url: process.env.DATABASE_URL ?? local!.url, poolMax: 2 });
 let exitCode = 0;
 try {

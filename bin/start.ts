@@ -5,11 +5,11 @@
  * with the Web UI on TEMPORAL_UI_PORT. Then migrations, the worker and the API on PORT.
  * Ctrl-C stops everything this started.
  */
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { startApiServer } from '../api/server.ts';
 import { createOrm, migrate } from '../db/orm.ts';
 import { loadConfigOrExit } from '../platform/config.ts';
-import { DATA_DIR, openLocalDatabase } from '../platform/local-database.ts';
+import { DEFAULT_DATA_DIR, openLocalDatabase } from '../platform/local-database.ts';
 import { createLogger } from '../platform/logger.ts';
 import { onShutdown } from '../platform/process.ts';
 import { createTemporalHandle } from '../platform/temporal.ts';
@@ -17,6 +17,7 @@ import { ensureSchedules } from '../worker/schedules.ts';
 import { startWorkers } from '../worker/worker.ts';
 
 const config = loadConfigOrExit();
+const dataDir = config.DATA_DIR ?? DEFAULT_DATA_DIR;
 const logger = createLogger(config.LOG_LEVEL, { service: 'platform' });
 const stops: (() => Promise<void>)[] = [];
 const stopAll = async () => {
@@ -29,8 +30,8 @@ try {
 
   let databaseUrl = config.DATABASE_URL;
   if (!databaseUrl) {
-    step('starting embedded PostgreSQL (.data/postgres)');
-    const local = await openLocalDatabase({ advertise: true });
+    step(`starting embedded PostgreSQL (${relative(process.cwd(), join(dataDir, 'postgres')) || '.'})`);
+    const local = await openLocalDatabase({ dataDir, advertise: true });
     stops.push(local.stop);
     databaseUrl = local.url;
   }
@@ -38,14 +39,14 @@ try {
   let temporalAddress = config.TEMPORAL_ADDRESS;
   let temporalUi = config.TEMPORAL_UI_URL ?? null;
   if (!temporalAddress) {
-    step('starting Temporal dev server (.data/temporal.db)');
+    step(`starting Temporal dev server (${relative(process.cwd(), join(dataDir, 'temporal.db'))})`);
     const { startTemporalDevServer } = await import('../platform/temporal-dev-server.ts');
     const server = await startTemporalDevServer({
-      dbFile: join(DATA_DIR, 'temporal.db'),
-      port: 7233,
+      dbFile: join(dataDir, 'temporal.db'),
+      port: config.TEMPORAL_PORT,
       uiPort: config.TEMPORAL_UI_PORT,
       namespace: config.TEMPORAL_NAMESPACE,
-      logFile: join(DATA_DIR, 'temporal.log'),
+      logFile: join(dataDir, 'temporal.log'),
     });
     stops.push(server.stop);
     temporalAddress = server.address;

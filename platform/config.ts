@@ -22,6 +22,10 @@ const schema = z.object({
   TEMPORAL_ADDRESS: z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port, e.g. 127.0.0.1:7233').optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_UI_PORT: port.default(8233),
+  /** gRPC port of the dev server `npm start` runs when TEMPORAL_ADDRESS is unset. */
+  TEMPORAL_PORT: port.default(7233),
+  /** Where `npm start` keeps the embedded PostgreSQL and the Temporal dev server's SQLite file. */
+  DATA_DIR: z.string().min(1).optional(),
   TEMPORAL_UI_URL: z.url().optional(),
   /** Prepended to every task queue name; lets test files and tenants share one Temporal server. */
   TASK_QUEUE_PREFIX: z.string().default(''),

@@ -7,9 +7,9 @@ import pg from 'pg';
  * that keeps its data between runs. While `npm start` runs, it records the server's URL in
  * `.data/postgres.json`, so the CLI talks to the same server instead of starting a second one.
  */
-export const DATA_DIR = join(import.meta.dirname, '..', '.data');
-const RUNNING_FILE = join(DATA_DIR, 'postgres.json');
+export const DEFAULT_DATA_DIR = join(import.meta.dirname, '..', '.data');
 export const LOCAL_DATABASE = 'business_platform';
+const runningFile = (dataDir: string) => join(dataDir, 'postgres.json');
 
 export interface LocalDatabase {
   /** URL of the `business_platform` database. */
@@ -37,19 +37,19 @@ async function reachable(url: string): Promise<boolean> {
 }
 
 /** The embedded server `npm start` is running, if any. */
-export async function runningLocalDatabase(): Promise<string | null> {
-  if (!existsSync(RUNNING_FILE)) return null;
-  const { url } = JSON.parse(readFileSync(RUNNING_FILE, 'utf8')) as { url: string };
+export async function runningLocalDatabase(dataDir: string): Promise<string | null> {
+  if (!existsSync(runningFile(dataDir))) return null;
+  const { url } = JSON.parse(readFileSync(runningFile(dataDir), 'utf8')) as { url: string };
   return (await reachable(url)) ? url : null;
 }
 
 /** Uses the running embedded server, or starts one (creating the database on first use). */
-export async function openLocalDatabase(opts: { advertise: boolean }): Promise<LocalDatabase> {
-  const running = await runningLocalDatabase();
+export async function openLocalDatabase(opts: { dataDir: string; advertise: boolean }): Promise<LocalDatabase> {
+  const running = await runningLocalDatabase(opts.dataDir);
   if (running) return { url: running, stop: async () => undefined };
 
   const { startEmbeddedPostgres } = await import('./embedded-postgres.ts');
-  const server = await startEmbeddedPostgres({ dataDir: join(DATA_DIR, 'postgres'), persistent: true });
+  const server = await startEmbeddedPostgres({ dataDir: join(opts.dataDir, 'postgres'), persistent: true });
   const admin = new pg.Client({ connectionString: server.url });
   await admin.connect();
   try {
@@ -59,11 +59,11 @@ export async function openLocalDatabase(opts: { advertise: boolean }): Promise<L
     await admin.end();
   }
   const url = withDatabase(server.url, LOCAL_DATABASE);
-  if (opts.advertise) writeFileSync(RUNNING_FILE, JSON.stringify({ url, pid: process.pid }));
+  if (opts.advertise) writeFileSync(runningFile(opts.dataDir), JSON.stringify({ url, pid: process.pid }));
   return {
     url,
     async stop() {
-      if (opts.advertise) rmSync(RUNNING_FILE, { force: true });
+      if (opts.advertise) rmSync(runningFile(opts.dataDir), { force: true });
       await server.stop();
     },
   };

@@ -116,7 +116,7 @@ describe('rate limits', () => {
 
   it('stops counting the requests of an instance that died (stale heartbeat)', async () => {
     const key = await platform.newKey();
-    const [{ id }] = await platform.sql<{ id: string }>("select id from api_keys order by id desc limit 1");
+    const [{ id }] = (await platform.sql<{ id: string }>('select id from api_keys order by id desc limit 1')) as [{ id: string }];
     // An instance that crashed with ten requests in flight: its counter row stops being refreshed.
     await platform.sql(`insert into concurrency_counters values ($1, 'dead-instance', 10, clock_timestamp())`, [id]);
     expect((await http('/v3/customers', { key })).body.code).toBe('concurrency_limited');
