@@ -16,7 +16,8 @@ import { Customer } from './entities.ts';
  *
  * Rules (also in docs/crm.md):
  *
- * total_ltv — the sum of paid orders (payment_status = paid) and of every registered revenue
+ * total_ltv — the sum of paid orders (payment_status = paid, not canceled: a canceled order's
+ *   payment is refunded) and of every registered revenue
  *   source (paid invoices), in the journey's currency, as a decimal major-unit number. Amounts in
  *   other currencies are converted with the account's exchange rates (half-even to the currency's
  *   exponent); amounts with no rate are left out and listed in `unconverted`. The currency is the
@@ -123,7 +124,7 @@ const paymentTouchpoints: TouchpointSource = {
 const paidOrders: RevenueSource = {
   name: 'paid_orders',
   async revenue(em, _scope, customerId) {
-    const orders = await em.find(Order, { customerId, paymentStatus: 'paid' }, { orderBy: { id: 'desc' }, fields: ['id', 'totalAmount', 'currency', 'paidAt', 'createdAt'] });
+    const orders = await em.find(Order, { customerId, paymentStatus: 'paid', status: { $ne: 'canceled' } }, { orderBy: { id: 'desc' }, fields: ['id', 'totalAmount', 'currency', 'paidAt', 'createdAt'] });
     return orders.map((o) => ({ amount: o.totalAmount, currency: o.currency, at: o.paidAt ?? o.createdAt, ref: o.id }));
   },
 };
