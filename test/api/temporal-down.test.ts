@@ -1,0 +1,42 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client } from '../support/http.ts';
+import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+
+let platform: TestPlatform;
+let http: ReturnType<typeof client>;
+let key: string;
+
+beforeAll(async () => {
+  // Nothing listens on port 1: Temporal is "down" for this API.
+  platform = await startTestPlatform({ env: { TEMPORAL_ADDRESS: '127.0.0.1:1' } });
+  http = client(platform.url);
+  key = await platform.newKey();
+});
+afterAll(() => platform?.close());
+
+describe('while Temporal is unreachable', () => {
+  it('reports not ready', async () => {
+    const ready = await http('/readyz');
+    expect(ready.status).toBe(503);
+    expect(ready.body.checks).toEqual({ postgres: true, temporal: false, worker_polling: false });
+  });
+
+  it('answers endpoints that need it with 503 service_unavailable and writes nothing', async () => {
+    const res = await http('/v3/payments/process', {
+      key,
+      headers: { 'idempotency-key': 'down-1' },
+      body: { amount: 1999, currency: 'USD', payment_method: { type: 'card', card: { number: '4242424242424242', exp_month: 12, exp_year: 2030, cvc: '123' } } },
+    });
+    expect(res.status).toBe(503);
+    expect(res.body.code).toBe('service_unavailable');
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await platform.sql('select 1 from payments')).toHaveLength(0);
+    // The idempotency key is free again, so the client's retry will run once Temporal is back.
+    expect(await platform.sql('select 1 from idempotency_records')).toHaveLength(0);
+  });
+
+  it('keeps serving what does not need it', async () => {
+    const created = await http('/v3/customers', { key, body: { name: 'Still here' } });
+    expect(created.status).toBe(201);
+  });
+});
