@@ -28,6 +28,8 @@ export interface BenchPlatform {
 
 export interface Scenario {
   name: string;
+  /** Extra environment for the platform process of this scenario. */
+  env?: Record<string, string>;
   run(platform: BenchPlatform): Promise<Record<string, unknown>>;
 }
 

@@ -9,7 +9,7 @@ const results: Record<string, Record<string, unknown>> = {};
 try {
   for (const scenario of selected) {
     console.log(`\n▶ ${scenario.name}`);
-    const platform = await startBenchPlatform(infra);
+    const platform = await startBenchPlatform(infra, { env: scenario.env });
     try {
       results[scenario.name] = await scenario.run(platform);
       console.table(results[scenario.name]);

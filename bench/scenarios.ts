@@ -1,5 +1,6 @@
 import type { Scenario } from './harness.ts';
 import { scenario as foundation } from './foundation.ts';
+import { scenario as webhooks } from './webhooks.ts';
 
 /** Every benchmark `npm run bench` runs, in order. `npm run bench -- <name-substring>` runs a subset. */
-export const scenarios: Scenario[] = [foundation];
+export const scenarios: Scenario[] = [foundation, webhooks];

@@ -32,9 +32,13 @@ const invoiceExample = (status: string) => ({
   due_date: '2025-03-28', created_at: ts,
 });
 const paymentExample = (status: string) => ({
-  id: 'pay_01jpa7v0f4j6kn8r1w3y5a7c9e', object: 'payment', livemode: false, customer_id: customerExample.id,
-  amount: 4900, currency: 'usd', status, amount_refunded: status === 'refunded' ? 4900 : 0,
-  failure_code: status === 'failed' ? 'card_declined' : null, created_at: ts,
+  id: 'pay_01jpa7v0f4j6kn8r1w3y5a7c9e', object: 'payment', livemode: false, status, amount: 4900,
+  amount_refunded: status === 'refunded' ? 4900 : 0, currency: 'usd', gateway: 'sandbox', created: ts, created_at: ts, updated_at: ts,
+  customer_id: customerExample.id, description: 'Pro plan, March', fraud_protection: true,
+  payment_method: { type: 'card', card: { brand: 'visa', last4: '4242', exp_month: 12, exp_year: 2030 } },
+  risk_score: 12, settlement: { expected_date: status === 'failed' ? null : '2025-03-16', fees: status === 'failed' ? null : 172 },
+  failure: status === 'failed' ? { code: 'card_declined', decline_code: 'insufficient_funds', message: 'The card has insufficient funds.' } : null,
+  workflow_id: 'payment-pay_01jpa7v0f4j6kn8r1w3y5a7c9e', metadata: {},
 });
 const orderExample = (status: string, fulfillment = status === 'fulfilled' ? 'fulfilled' : status === 'canceled' ? 'canceled' : 'pending') => ({
   id: 'ord_01jpa7x6h8m0pr2t4w6y8b0d2f', object: 'order', livemode: false, store_id: 'store_01jpa7z1k3n5qs7u9x1a3c5e7g',
@@ -50,6 +54,11 @@ const orderExample = (status: string, fulfillment = status === 'fulfilled' ? 'fu
   },
   workflow_id: 'order-ord_01jpa7x6h8m0pr2t4w6y8b0d2f', canceled_at: null, cancellation_reason: null,
   paid_at: ts, payment_id: null, metadata: {}, created_at: ts, updated_at: ts,
+});
+
+const endpointExample = (state: Record<string, unknown>) => ({
+  id: 'whk_01jpa83q7s9v1x3z5b7d9f1h3k', object: 'webhook_endpoint', livemode: false, url: 'https://example.com/hooks',
+  description: null, events: ['*'], ...state, previous_secret_expires_at: null, metadata: {}, created_at: ts, updated_at: ts,
 });
 
 export const EVENT_CATALOG = [
@@ -144,18 +153,12 @@ export const EVENT_CATALOG = [
   {
     type: 'webhook_endpoint.failing', area: 'webhooks', aboutCustomer: false,
     description: 'An endpoint failed every attempt of a delivery for the whole retry window; it stays enabled and is marked failing until a delivery succeeds.',
-    example: {
-      id: 'whk_01jpa83q7s9v1x3z5b7d9f1h3k', object: 'webhook_endpoint', livemode: false, url: 'https://example.com/hooks',
-      enabled: true, status: 'failing', failing_since: ts,
-    },
+    example: endpointExample({ enabled: true, status: 'failing', disabled_reason: null, failing_since: ts }),
   },
   {
     type: 'webhook_endpoint.disabled', area: 'webhooks', aboutCustomer: false,
     description: 'An endpoint was disabled because its receiver answered 410 Gone.',
-    example: {
-      id: 'whk_01jpa83q7s9v1x3z5b7d9f1h3k', object: 'webhook_endpoint', livemode: false, url: 'https://example.com/hooks',
-      enabled: false, status: 'disabled', disabled_reason: 'gone',
-    },
+    example: endpointExample({ enabled: false, status: 'disabled', disabled_reason: 'gone', failing_since: null }),
   },
 ] as const satisfies readonly EventKind[];
 

@@ -129,6 +129,9 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
         args: request.args,
         searchAttributes: request.searchAttributes,
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        // When this process's worker polls the target queue, its first workflow task comes back
+        // with the start (no trip through the task queue); otherwise the server dispatches as usual.
+        requestEagerStart: true,
       });
       started++;
     } catch (err) {

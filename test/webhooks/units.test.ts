@@ -141,3 +141,11 @@ describe('the event catalog', () => {
     expect(parseDeliveryWorkflowId(id)).toEqual({ eventId: 'evt_01jpa7m4x0f3qv8r2k6n9t5w1c', endpointId: 'whk_01jpa83q7s9v1x3z5b7d9f1h3k' });
   });
 });
+
+describe('docs/events.md', () => {
+  it('is generated from the current catalog (run scripts/events-doc.ts after changing the catalog)', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { renderEventsDoc, EVENTS_DOC_PATH } = await import('../../scripts/events-doc.ts');
+    expect(readFileSync(EVENTS_DOC_PATH, 'utf8'), 'docs/events.md is stale: run scripts/node24.sh node scripts/events-doc.ts').toBe(renderEventsDoc());
+  });
+});
