@@ -9,7 +9,7 @@ import {
 } from '../domain/payments/service.ts';
 import { scopedEm, type Scope } from '../domain/scope.ts';
 import {
-  PAYMENT_FAILURES, gatewayKeys, paymentWorkflowId,
+  PAYMENT_FAILURES, gatewayKeys, paymentWorkflowId, refundWorkflowId,
   type PaymentView, type PaymentWorkflowInput, type RefundOutcome, type RefundView, type RefundWorkflowInput, type TransferView,
 } from '../workflows/payments/shared.ts';
 
@@ -118,7 +118,7 @@ export function createPaymentActivities({ orm, gateways }: PaymentActivityDeps) 
 
     async reserveRefund(input: RefundWorkflowInput): Promise<RefundOutcome> {
       // The refund's own workflow, or the payment workflow compensating a failed split.
-      return reserveRefund(await nativePool(orm), input, Context.current().info.workflowExecution.workflowId);
+      return reserveRefund(await nativePool(orm), input, Context.current().info.workflowExecution?.workflowId ?? refundWorkflowId(input.refundId));
     },
 
     /** Refunds at the gateway and records it (`payment.refunded`); a refusal releases the reservation. */

@@ -36,7 +36,7 @@ export async function ensureStripeMock(log: (line: string) => void = () => undef
       env: { ...process.env, GOBIN: TOOLS_BIN, CGO_ENABLED: '0' }, maxBuffer: 16 * 1024 * 1024,
     });
   } catch (err) {
-    throw new Error(`stripe-mock is not installed and could not be built with Go (${(err as Error).message}); install Go or set STRIPE_MOCK_BIN.`);
+    throw new Error(`stripe-mock is not installed and could not be built with Go (${(err as Error).message}); install Go or set STRIPE_MOCK_BIN.`, { cause: err });
   }
   return join(TOOLS_BIN, 'stripe-mock');
 }

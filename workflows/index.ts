@@ -4,5 +4,6 @@ export { orderWorkflow } from './commerce/order.ts';
 export { crmAutomationWorkflow } from './crm/automation.ts';
 export { paymentWorkflow } from './payments/payment.ts';
 export { refundWorkflow } from './payments/refund.ts';
+export { paymentsBaselineWorkflow } from './payments/baseline.ts';
 export { webhookDeliveryWorkflow } from './webhooks/delivery.ts';
 export { eventDispatcherWorkflow } from './webhooks/event-dispatcher.ts';

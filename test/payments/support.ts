@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import type { TestPlatform } from '../support/platform.ts';
-import { client } from '../support/http.ts';
+import type { client } from '../support/http.ts';
 
 /** A card body for the API; the numbers are the sandbox's test cards. */
 export function cardBody(number: string, extra: Partial<{ exp_month: number; exp_year: number; cvc: string }> = {}) {
