@@ -61,7 +61,12 @@ interface LevelRow {
   last_updated: string;
 }
 
-const LEVEL_COLUMNS = `warehouse_id, sku, quantity, reserved, safety_stock, reorder_point, location, ${isoUtc('updated_at')} as last_updated`;
+/** The columns of a LevelRow, optionally qualified by a table alias. */
+function levelColumns(alias?: string): string {
+  const c = (name: string) => (alias ? `${alias}.${name}` : name);
+  return `${['warehouse_id', 'sku', 'quantity', 'reserved', 'safety_stock', 'reorder_point', 'location'].map(c).join(', ')}, ${isoUtc(c('updated_at'))} as last_updated`;
+}
+const LEVEL_COLUMNS = levelColumns();
 
 function levelView(r: LevelRow): InventoryLevelView {
   return {
@@ -199,7 +204,7 @@ export async function applyStockChanges(
               location = t.location, updated_at = now()
          from jsonb_to_recordset(?::jsonb) as t(warehouse_id text, sku text, quantity int, reorder_point int, safety_stock int, location text)
         where l.account_id = ? and l.livemode = ? and l.warehouse_id = t.warehouse_id and l.sku = t.sku
-        returning l.warehouse_id, l.sku, l.quantity, l.reserved, l.safety_stock, l.reorder_point, l.location, ${isoUtc('l.updated_at')} as last_updated`,
+        returning ${levelColumns('l')}`,
       [JSON.stringify(rows), scope.accountId, scope.livemode],
     );
     for (const row of updated) {
@@ -222,6 +227,24 @@ export async function applyStockChanges(
 export async function reserveStock(
   tx: EntityManager, scope: Scope, sku: string, quantity: number, requestId: string | null,
 ): Promise<Allocation[]> {
+  // The common case in one statement: the first warehouse (by id) holding every unit. The UPDATE
+  // re-checks the condition on the row it locks, so a concurrent order that took the units first
+  // makes it match nothing, and the general path below runs.
+  const whole = await tx.execute<LevelRow[]>(
+    `with pick as (
+       select warehouse_id from inventory_levels
+        where account_id = ? and livemode = ? and sku = ? and quantity - reserved >= ? order by warehouse_id limit 1)
+     update inventory_levels l set reserved = l.reserved + ?, updated_at = now()
+       from pick
+      where l.account_id = ? and l.livemode = ? and l.sku = ? and l.warehouse_id = pick.warehouse_id and l.quantity - l.reserved >= ?
+      returning ${levelColumns('l')}`,
+    [scope.accountId, scope.livemode, sku, quantity, quantity, scope.accountId, scope.livemode, sku, quantity],
+  );
+  if (whole[0]) {
+    noteLowStock(tx, scope, whole[0], { available: whole[0].quantity - whole[0].reserved + quantity, reorder_point: whole[0].reorder_point }, requestId);
+    return [{ warehouse_id: whole[0].warehouse_id, quantity }];
+  }
+
   const allocations: Allocation[] = [];
   let remaining = quantity;
   for (let round = 0; remaining > 0 && round < 10; round++) {

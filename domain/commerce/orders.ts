@@ -86,15 +86,18 @@ export interface OrderInput {
  */
 export async function createOrder(em: EntityManager, scope: Scope, input: OrderInput, requestId: string | null): Promise<Order> {
   const errors: FieldError[] = [];
-  const store = await em.findOne(Store, { id: input.store_id });
-  if (!store) errors.push({ path: 'store_id', message: `no store '${input.store_id}' in this account and mode` });
-  const customer = await em.findOne(Customer, { id: input.customer_id }, { fields: ['id'] });
-  if (!customer) errors.push({ path: 'customer_id', message: `no customer '${input.customer_id}' in this account and mode` });
-
   const skus = [...new Set(input.line_items.map((l) => l.sku))];
-  const products = store ? await em.find(Product, { storeId: store.id, sku: { $in: skus } }) : [];
+  // Independent reads, side by side (each on its own pooled connection).
+  const [store, customer, products] = await Promise.all([
+    em.fork().findOne(Store, { id: input.store_id }),
+    em.fork().findOne(Customer, { id: input.customer_id }, { fields: ['id'] }),
+    em.fork().find(Product, { storeId: input.store_id, sku: { $in: skus } }),
+  ]);
+  if (!store) errors.push({ path: 'store_id', message: `no store '${input.store_id}' in this account and mode` });
+  if (!customer) errors.push({ path: 'customer_id', message: `no customer '${input.customer_id}' in this account and mode` });
   const bySku = new Map(products.map((p) => [p.sku, p]));
-  const rates = await loadRates(em, scope);
+  const needsRates = products.some((p) => p.currency !== input.currency && p.prices[input.currency] === undefined);
+  const rates = needsRates ? await loadRates(em, scope) : new Map<string, string>();
   const lines: OrderLine[] = [];
   input.line_items.forEach((item, i) => {
     if (!store) return;

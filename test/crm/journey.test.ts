@@ -39,13 +39,15 @@ describe('journey rules (pure)', () => {
     expect(engagementScore(Array.from({ length: 6 }, (_, i) => ({ timestamp: '2025-06-01T00:00:00Z', type: 'purchase', source: null, ref: `o${i}` })), now)).toBe(100);
   });
   it('derives the lifecycle stage by the documented rules', () => {
-    const rev = (days: number) => ({ amount: 100, currency: 'USD', at: new Date(now.getTime() - days * DAY), ref: `r${days}` });
-    expect(lifecycleStage([], [], now)).toBe('subscriber');
-    expect(lifecycleStage([{ timestamp: '2025-05-30T00:00:00Z', type: 'website_visit', source: null, ref: 'v' }], [], now)).toBe('lead');
-    expect(lifecycleStage([{ timestamp: '2025-05-30T00:00:00Z', type: 'meeting', source: 'crm', ref: 'm' }], [], now)).toBe('opportunity');
-    expect(lifecycleStage([], [rev(10)], now)).toBe('customer');
-    expect(lifecycleStage([], [rev(10), rev(20), rev(300)], now)).toBe('loyal');
-    expect(lifecycleStage([], [rev(200)], now)).toBe('churned');
+    const facts = { touchpoints: 0, lastSeenMs: null, paid: 0, paidLastYear: 0, signals: [] as const };
+    const ago = (days: number) => now.getTime() - days * DAY;
+    expect(lifecycleStage(facts, now)).toBe('subscriber');
+    expect(lifecycleStage({ ...facts, touchpoints: 1, lastSeenMs: ago(2) }, now)).toBe('lead');
+    expect(lifecycleStage({ ...facts, touchpoints: 1, lastSeenMs: ago(2), signals: ['recent_meeting'] }, now)).toBe('opportunity');
+    expect(lifecycleStage({ ...facts, touchpoints: 1, lastSeenMs: ago(2), signals: ['open_order'] }, now)).toBe('opportunity');
+    expect(lifecycleStage({ ...facts, touchpoints: 1, lastSeenMs: ago(10), paid: 1, paidLastYear: 1 }, now)).toBe('customer');
+    expect(lifecycleStage({ ...facts, touchpoints: 3, lastSeenMs: ago(10), paid: 4, paidLastYear: 3 }, now)).toBe('loyal');
+    expect(lifecycleStage({ ...facts, touchpoints: 1, lastSeenMs: ago(200), paid: 1, paidLastYear: 1 }, now)).toBe('churned');
   });
 });
 

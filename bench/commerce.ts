@@ -1,0 +1,91 @@
+import { autocannonRun, type BenchPlatform, type Scenario } from './harness.ts';
+
+const CLIENTS = 20;
+const DURATION_S = 10;
+const SPREAD_SKUS = 200;
+const SCARCE_UNITS = 100;
+
+async function post(platform: BenchPlatform, key: string, path: string, body: unknown, method = 'POST'): Promise<any> {
+  const res = await fetch(`${platform.url}${path}`, {
+    method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+  });
+  const json = await res.json();
+  if (res.status >= 300) throw new Error(`${method} ${path} → ${res.status}: ${JSON.stringify(json)}`);
+  return json;
+}
+
+/**
+ * Stock is right when, for every SKU, the units reserved equal the units of the orders that hold
+ * a reservation, nothing is negative and no order was accepted beyond the stock.
+ */
+async function stockCheck(platform: BenchPlatform, skus: string[]) {
+  const rows = await platform.sql<{ sku: string; quantity: number; reserved: number; ordered: number }>(
+    `select l.sku, l.quantity, l.reserved,
+            coalesce((select sum((li->>'quantity')::int) from orders o, jsonb_array_elements(o.line_items) li
+                       where o.status = 'processing' and li->>'sku' = l.sku), 0)::int as ordered
+       from inventory_levels l where l.sku = any($1)`, [skus]);
+  const bad = rows.filter((r) => r.reserved !== r.ordered || r.reserved > r.quantity || r.quantity < 0 || r.reserved < 0);
+  return { rows: rows.length, bad: bad.length, reserved: rows.reduce((s, r) => s + r.reserved, 0) };
+}
+
+/**
+ * Orders per second end to end — HTTP → price, reserve stock (conditional UPDATE), write the order
+ * and its event in one transaction → start the order workflow → 201 — at 20 concurrent clients,
+ * on one hot SKU (every order contends for the same stock row) and on 200 SKUs picked at random.
+ * A third run gives another SKU only 100 units, and asks for more: exactly 100 orders may succeed. Stock is checked
+ * against the orders after each run.
+ */
+export const scenario: Scenario = {
+  name: 'commerce: POST /v3/orders, hot SKU vs spread SKUs',
+  async run(platform) {
+    const key = await platform.newKey();
+    const store = await post(platform, key, '/v3/stores', { name: 'Bench shop', default_currency: 'USD' });
+    const warehouse = await post(platform, key, '/v3/warehouses', { name: 'Bench warehouse' });
+    const customer = await post(platform, key, '/v3/customers', { email: 'bench@example.com', name: 'Bench' });
+    const skus = ['HOT', 'SCARCE', ...Array.from({ length: SPREAD_SKUS }, (_, i) => `SPREAD-${i}`)];
+    for (const sku of skus) await post(platform, key, `/v3/stores/${store.id}/products`, { name: sku, sku, price: 1999 });
+    const items = skus.map((sku) => ({ sku, warehouse_id: warehouse.id, quantity: sku === 'SCARCE' ? SCARCE_UNITS : 1_000_000, operation: 'set' }));
+    await post(platform, key, '/v3/inventory/bulk-update', { items });
+
+    const body = (sku: string) => JSON.stringify({
+      store_id: store.id, customer_id: customer.id, currency: 'USD', line_items: [{ sku, quantity: 1 }],
+      shipping_address: { name: 'Bench', line1: '1 Main St', city: 'Springfield', postal_code: '12345', country: 'US' },
+    });
+    const base = {
+      url: `${platform.url}/v3/orders`, method: 'POST' as const, connections: CLIENTS,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    };
+    await autocannonRun({ ...base, body: body('HOT'), duration: 3 }); // warm-up
+    const hot = await autocannonRun({ ...base, body: body('HOT'), duration: DURATION_S });
+    const hotCheck = await stockCheck(platform, ['HOT']);
+
+    const spread = await autocannonRun({
+      ...base, duration: DURATION_S,
+      requests: [{ method: 'POST', setupRequest: (req: any) => ({ ...req, body: body(`SPREAD-${Math.floor(Math.random() * SPREAD_SKUS)}`) }) }],
+    });
+    const spreadCheck = await stockCheck(platform, skus.filter((s) => s.startsWith('SPREAD-')));
+
+    const scarce = await autocannonRun({ ...base, body: body('SCARCE'), amount: SCARCE_UNITS * 3 });
+    const scarceCheck = await stockCheck(platform, ['SCARCE']);
+    const [sold] = await platform.sql<{ n: number }>(`select count(*)::int as n from orders where line_items @> '[{"sku":"SCARCE"}]'`);
+
+    return {
+      clients: CLIENTS,
+      hot_orders_per_sec: hot.requestsPerSec,
+      hot_p50_ms: hot.p50,
+      hot_p99_ms: hot.p99,
+      hot_non2xx: hot.non2xx + hot.errors,
+      hot_stock_consistent: hotCheck.bad === 0 && hotCheck.rows === 1,
+      spread_orders_per_sec: spread.requestsPerSec,
+      spread_p50_ms: spread.p50,
+      spread_p99_ms: spread.p99,
+      spread_non2xx: spread.non2xx + spread.errors,
+      spread_stock_consistent: spreadCheck.bad === 0,
+      scarce_stock: SCARCE_UNITS,
+      scarce_attempts: scarce.total,
+      scarce_orders_accepted: sold?.n ?? 0,
+      scarce_rejected: scarce.non2xx,
+      scarce_stock_consistent: scarceCheck.bad === 0 && scarceCheck.reserved === SCARCE_UNITS && sold?.n === SCARCE_UNITS,
+    };
+  },
+};
