@@ -3,6 +3,7 @@ import { ACCOUNT_TIERS, KEY_TYPES } from '../../domain/accounts/entities.ts';
 import {
   createAccount, createKey, defaultAccount, keyUsage, listAccounts, listKeys, revokeKey, setAccountTier,
 } from '../../domain/accounts/service.ts';
+import { paymentsAdminRouter } from './payments.ts';
 import { adminProcedure, router } from './trpc.ts';
 
 /**
@@ -48,6 +49,7 @@ const keysRouter = router({
 export const adminRouter = router({
   accounts: accountsRouter,
   keys: keysRouter,
+  payments: paymentsAdminRouter,
 });
 
 export type AdminRouter = typeof adminRouter;

@@ -73,6 +73,18 @@ describe('the Stripe adapter against stripe-mock', () => {
     expect(test.body).toMatchObject({ status: 'succeeded', gateway: 'sandbox' });
   });
 
+  it('lets an admin put one account\'s live payments on the sandbox (per-account gateway choice)', async () => {
+    const accountId = await platform.newAccount();
+    const admin = await http('/admin/trpc/payments.setLiveGateway', {
+      headers: { authorization: 'Bearer test-admin-token-0123456789' }, body: { accountId, gateway: 'sandbox' },
+    });
+    expect(admin.status).toBe(200);
+    const live = await platform.newKey({ type: 'live', accountId });
+    const res = await http('/v3/payments/process', { key: live, body: { amount: 1200, currency: 'USD', payment_method: cardBody('4242424242424242') } });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ gateway: 'sandbox', livemode: true, status: 'succeeded' });
+  });
+
   it('maps a request Stripe rejects (400) to a non-retryable gateway error, without the card data', async () => {
     const stripe = platform.paymentGateways.stripe!;
     const err = await stripe.charge({
