@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import {
-  cancelOrder, confirmOrderWorkflow, fulfillOrder, markFulfillmentDelayed, markOrderPaid, type TransitionResult,
+  cancelOrder, confirmOrderWorkflow, fulfillOrder, markFulfillmentDelayed, type TransitionResult,
 } from '../domain/commerce/orders.ts';
 import { scopedEm, type Scope } from '../domain/scope.ts';
 import { ApiError } from '../platform/errors.ts';
@@ -39,12 +39,6 @@ export function createCommerceActivities({ orm }: CommerceActivityDeps) {
     },
     async markFulfillmentDelayed(ref: OrderRef): Promise<TransitionResult> {
       return businessFailuresFinal(() => markFulfillmentDelayed(scopedEm(orm, scopeOf(ref)), scopeOf(ref), ref.orderId));
-    },
-    async markOrderPaid(input: OrderRef & { paymentId: string | null; requestId: string | null }): Promise<{ paymentStatus: string }> {
-      return businessFailuresFinal(async () => {
-        const view = await markOrderPaid(scopedEm(orm, scopeOf(input)), scopeOf(input), input.orderId, input.paymentId, input.requestId);
-        return { paymentStatus: view.payment_status };
-      });
     },
   };
 }
