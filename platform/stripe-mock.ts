@@ -32,7 +32,8 @@ export async function ensureStripeMock(log: (line: string) => void = () => undef
   if (found) return found;
   log(`building ${STRIPE_MOCK_MODULE} into ${TOOLS_BIN} (once) …`);
   try {
-    await promisify(execFile)('go', ['install', STRIPE_MOCK_MODULE], {
+    const go = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, 'go')), '/usr/local/go/bin/go'].find(executable) ?? 'go';
+    await promisify(execFile)(go, ['install', STRIPE_MOCK_MODULE], {
       env: { ...process.env, GOBIN: TOOLS_BIN, CGO_ENABLED: '0' }, maxBuffer: 16 * 1024 * 1024,
     });
   } catch (err) {
