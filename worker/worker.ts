@@ -76,7 +76,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
     logger: opts.logger,
     temporal: client,
     taskQueue: (area) => taskQueueName(opts.taskQueuePrefix, area),
-    gateways: opts.paymentGateways ?? createPaymentGateways(loadConfig(), () => nativePool(opts.orm)),
+    gateways: opts.paymentGateways ?? createPaymentGateways(config, () => nativePool(opts.orm)),
   });
   const workers = await Promise.all(
     AREAS_WITH_QUEUES.map((area) =>
