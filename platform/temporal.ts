@@ -28,8 +28,12 @@ export function taskQueueName(prefix: string, area: QueueArea): string {
 export function createTemporalHandle(opts: { address: string; namespace: string; taskQueuePrefix: string }): TemporalHandle {
   const connection = Connection.lazy({ address: opts.address, connectTimeout: '3s' });
   const client = new Client({ connection, namespace: opts.namespace });
+  // Last known reachability. While Temporal is known to be up, a stale answer is refreshed in the
+  // background (a slow probe under load must not turn into a 503); while it is down or unknown,
+  // callers wait for the probe. One probe at a time.
   let lastCheck = 0;
   let lastOk = false;
+  let probing: Promise<void> | null = null;
 
   const reachable = async (): Promise<boolean> => {
     try {
@@ -39,6 +43,12 @@ export function createTemporalHandle(opts: { address: string; namespace: string;
       return false;
     }
   };
+  const refresh = (): Promise<void> =>
+    (probing ??= reachable().then((ok) => {
+      lastOk = ok;
+      lastCheck = Date.now();
+      probing = null;
+    }));
 
   return {
     client,
@@ -46,9 +56,9 @@ export function createTemporalHandle(opts: { address: string; namespace: string;
     namespace: opts.namespace,
     taskQueue: (area) => taskQueueName(opts.taskQueuePrefix, area),
     async ensureAvailable() {
-      if (Date.now() - lastCheck > 2000 || !lastOk) {
-        lastOk = await reachable();
-        lastCheck = Date.now();
+      if (Date.now() - lastCheck > 2000) {
+        const probe = refresh();
+        if (!lastOk) await probe;
       }
       if (!lastOk) throw serviceUnavailable('The workflow engine (Temporal)');
     },
