@@ -68,25 +68,42 @@ export async function startEventDispatchTrigger(opts: {
   };
 
   let listener: PoolClient | null = null;
+  let releaseListener: (() => Promise<void>) | null = null;
   let reconnectTimer: NodeJS.Timeout | undefined;
   const listen = async () => {
     if (stopped) return;
+    let held: PoolClient | undefined;
     try {
       const pool = await nativePool(opts.orm);
-      const client = await pool.connect();
-      client.on('notification', (msg) => {
+      const client = (held = await pool.connect());
+      const onNotification = (msg: { channel: string }) => {
         if (msg.channel === EVENTS_CHANNEL) nudge();
-      });
-      client.once('error', (err) => {
+      };
+      const onError = (err: Error) => {
+        if (listener !== client) return; // already handed back (stopping)
+        listener = null;
+        client.off('notification', onNotification);
         opts.logger.warn('event listener connection lost; reconnecting', { error: err });
         client.release(err);
-        if (listener === client) listener = null;
-        reconnectTimer = setTimeout(() => void listen(), RECONNECT_MS);
-      });
-      await client.query(`listen ${EVENTS_CHANNEL}`);
+        if (!stopped) reconnectTimer = setTimeout(() => void listen(), RECONNECT_MS);
+      };
+      client.on('notification', onNotification);
+      client.on('error', onError);
       listener = client;
+      releaseListener = async () => {
+        client.off('notification', onNotification);
+        await client.query(`unlisten ${EVENTS_CHANNEL}`).catch(() => undefined);
+        client.off('error', onError);
+        client.release();
+      };
+      await client.query(`listen ${EVENTS_CHANNEL}`);
       nudge(); // anything written while not listening
     } catch (err) {
+      if (held && listener === held) {
+        listener = null;
+        held.release(err as Error);
+      }
+      if (stopped) return;
       opts.logger.warn('could not listen for events; retrying', { error: err });
       reconnectTimer = setTimeout(() => void listen(), RECONNECT_MS);
     }
@@ -98,11 +115,9 @@ export async function startEventDispatchTrigger(opts: {
     async stop() {
       stopped = true;
       clearTimeout(reconnectTimer);
-      const client = listener;
-      listener = null;
-      if (client) {
-        await client.query(`unlisten ${EVENTS_CHANNEL}`).catch(() => undefined);
-        client.release();
+      if (listener) {
+        listener = null;
+        await releaseListener?.();
       }
       await inFlight;
     },

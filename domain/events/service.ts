@@ -30,7 +30,7 @@ export interface EventView extends Omit<EventEnvelope, 'customer_metrics'> {
   dispatched_at: string | null;
 }
 
-export function eventEnvelope(e: DomainEvent): EventEnvelope {
+export function eventEnvelope(e: Pick<DomainEvent, 'id' | 'type' | 'livemode' | 'data' | 'customerMetrics' | 'createdAt'>): EventEnvelope {
   const envelope: EventEnvelope = {
     id: e.id,
     object: 'event',

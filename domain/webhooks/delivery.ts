@@ -3,12 +3,12 @@ import { nativePool } from '../../db/orm.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Logger } from '../../platform/logger.ts';
 import type { AttemptInput, AttemptResult } from '../../workflows/webhooks/shared.ts';
-import { DomainEvent } from '../events/entities.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { eventEnvelope } from '../events/service.ts';
 import { scopedEm, type Scope } from '../scope.ts';
+import type { CustomerMetrics } from '../customers/metrics.ts';
 import type { Resolver } from './destination.ts';
-import { WebhookDeliveryAttempt, WebhookDelivery, WebhookEndpoint } from './entities.ts';
+import { WebhookEndpoint } from './entities.ts';
 import { nextRetryAt, type RetryPolicy } from './retry-schedule.ts';
 import { sendWebhook, type SendResult } from './sender.ts';
 import { endpointView } from './service.ts';
@@ -27,70 +27,104 @@ export interface AttemptDeps {
   random?: () => number;
 }
 
+interface TargetRow {
+  event_id: string | null;
+  type: string;
+  data: Record<string, unknown>;
+  customer_metrics: CustomerMetrics | null;
+  event_created_at: Date;
+  endpoint_id: string | null;
+  url: string;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
+  enabled: boolean;
+  disabled_reason: 'gone' | null;
+}
+
 interface DeliveryRow {
   id: string;
   status: 'pending' | 'delivered' | 'failed';
   delivered_by: string | null;
+  attempts: number;
   created_at: Date;
 }
 
 /**
  * One attempt of one delivery, as the delivery workflow's activity runs it:
- * 1. find (or create, once per event and endpoint) the delivery record;
- * 2. stop if the endpoint is gone or disabled, or if this delivery was already made (a second
- *    run, or this very attempt re-run after its worker died having recorded success);
- * 3. count the attempt, check the destination, sign with every live secret, post;
+ * 1. read the event and the endpoint; stop if the endpoint is gone or disabled;
+ * 2. find (or create, once per event and endpoint) the delivery record and count the attempt —
+ *    unless this delivery was already made (a second run of the same delivery, or this very
+ *    attempt re-run after its worker died having recorded success): then nothing is sent;
+ * 3. check the destination, sign with every live secret, post;
  * 4. record the attempt and its outcome, and the endpoint's state (410 disables it; a delivery
- *    failing for its whole window marks it failing; a success clears that), in one transaction;
+ *    failing for its whole window marks it failing; a success clears that);
  * 5. say when to try again (schedule, jitter, Retry-After, window), or that it is over.
+ *
+ * The common path is three statements of plain SQL (it runs for every delivery), each confined to
+ * the delivery's account and mode by its own conditions; the rare changes of an endpoint's state,
+ * which record events, go through the ORM in a transaction.
  */
 export async function runDeliveryAttempt(deps: AttemptDeps, input: AttemptInput): Promise<AttemptResult> {
   const scope: Scope = { accountId: input.accountId, livemode: input.livemode };
-  const em = scopedEm(deps.orm, scope);
-  const endpoint = await em.findOne(WebhookEndpoint, { id: input.endpointId });
-  if (!endpoint) return { deliveryId: null, outcome: 'abandoned', delayMs: null };
-  const event = await em.findOne(DomainEvent, { id: input.eventId });
-  if (!event) {
+  const pool = await nativePool(deps.orm);
+  const { rows: [target] } = await pool.query<TargetRow>(
+    `select e.id as event_id, e.type, e.data, e.customer_metrics, e.created_at as event_created_at,
+            w.id as endpoint_id, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, w.enabled, w.disabled_reason
+       from (select 1) one
+       left join events e on e.id = $1 and e.account_id = $3 and e.livemode = $4
+       left join webhook_endpoints w on w.id = $2 and w.account_id = $3 and w.livemode = $4`,
+    [input.eventId, input.endpointId, scope.accountId, scope.livemode],
+  );
+  if (!target?.endpoint_id) return { deliveryId: null, outcome: 'abandoned', delayMs: null };
+  if (!target.event_id) {
     deps.logger?.error('webhook delivery for a missing event', { event_id: input.eventId, endpoint_id: input.endpointId });
     return { deliveryId: null, outcome: 'abandoned', delayMs: null };
   }
 
-  const pool = await nativePool(deps.orm);
-  const now = () => new Date();
-  const { rows: [row] } = await pool.query<DeliveryRow>(
-    `insert into webhook_deliveries (id, account_id, livemode, endpoint_id, event_id, event_type, workflow_id, test, status, attempts, created_at, updated_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', 0, now(), now())
-     on conflict (event_id, endpoint_id) do update set updated_at = excluded.updated_at
-     returning id, status, delivered_by, created_at`,
-    [newId('webhookDelivery'), scope.accountId, scope.livemode, endpoint.id, event.id, event.type, input.workflowId, input.kind === 'test'],
+  if (!target.enabled && input.kind !== 'test') {
+    const { rows: [abandoned] } = await pool.query<{ id: string }>(
+      `update webhook_deliveries set status = case when status = 'delivered' then status else 'failed' end, next_retry_at = null,
+              last_error = $3, updated_at = now()
+        where event_id = $1 and endpoint_id = $2 returning id`,
+      [input.eventId, input.endpointId, target.disabled_reason === 'gone' ? 'endpoint disabled (its receiver answered 410 Gone)' : 'endpoint disabled'],
+    );
+    return { deliveryId: abandoned?.id ?? null, outcome: 'abandoned', delayMs: null };
+  }
+
+  // Counts the attempt, except when the delivery was already made (see 2. above).
+  const { rows: [row] } = await pool.query<DeliveryRow & { already: boolean }>(
+    `insert into webhook_deliveries as d (id, account_id, livemode, endpoint_id, event_id, event_type, workflow_id, test, status, attempts, created_at, updated_at)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', 1, now(), now())
+     on conflict (event_id, endpoint_id) do update set
+       attempts = d.attempts + case when d.status = 'delivered' and ($9 = 'event' or d.delivered_by = $10) then 0 else 1 end,
+       updated_at = now()
+     returning id, status, delivered_by, attempts, created_at,
+               (status = 'delivered' and ($9 = 'event' or delivered_by = $10)) as already`,
+    [newId('webhookDelivery'), scope.accountId, scope.livemode, input.endpointId, input.eventId, target.type, input.workflowId,
+      input.kind === 'test', input.kind, input.attemptKey],
   );
   const delivery = row!;
-  if (delivery.status === 'delivered' && (input.kind === 'event' || delivery.delivered_by === input.attemptKey)) {
-    return { deliveryId: delivery.id, outcome: input.kind === 'event' && delivery.delivered_by !== input.attemptKey ? 'skipped' : 'delivered', delayMs: null };
+  if (delivery.already) {
+    return { deliveryId: delivery.id, outcome: delivery.delivered_by === input.attemptKey ? 'delivered' : 'skipped', delayMs: null };
   }
-  if (!endpoint.enabled && input.kind !== 'test') {
-    await em.nativeUpdate(WebhookDelivery, { id: delivery.id }, {
-      status: delivery.status === 'delivered' ? 'delivered' : 'failed', nextRetryAt: null,
-      lastError: endpoint.disabledReason === 'gone' ? 'endpoint disabled (its receiver answered 410 Gone)' : 'endpoint disabled',
-    });
-    return { deliveryId: delivery.id, outcome: 'abandoned', delayMs: null };
-  }
+  const number = delivery.attempts;
 
-  const { rows: [counted] } = await pool.query<{ attempts: number }>(
-    `update webhook_deliveries set attempts = attempts + 1, updated_at = now() where id = $1 returning attempts`, [delivery.id]);
-  const number = counted!.attempts;
-
-  const body = JSON.stringify(eventEnvelope(event));
-  const startedAt = now();
-  const secrets = [endpoint.secret];
-  if (endpoint.previousSecret && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt > startedAt) secrets.push(endpoint.previousSecret);
-  const headers = signatureHeaders(secrets, event.id, Math.floor(startedAt.getTime() / 1000), body);
+  const envelope = eventEnvelope({
+    id: target.event_id, type: target.type, livemode: scope.livemode, data: target.data,
+    customerMetrics: target.customer_metrics, createdAt: new Date(target.event_created_at),
+  });
+  const body = JSON.stringify(envelope);
+  const startedAt = new Date();
+  const secrets = [target.secret];
+  if (target.previous_secret && target.previous_secret_expires_at && new Date(target.previous_secret_expires_at) > startedAt) secrets.push(target.previous_secret);
+  const headers = signatureHeaders(secrets, target.event_id, Math.floor(startedAt.getTime() / 1000), body);
 
   const beat = deps.heartbeat ? setInterval(deps.heartbeat, deps.heartbeatEveryMs ?? 1000) : undefined;
   let result: SendResult;
   try {
     result = await sendWebhook({
-      url: endpoint.url, body, headers, timeoutMs: deps.timeoutMs,
+      url: target.url, body, headers, timeoutMs: deps.timeoutMs,
       policy: { livemode: scope.livemode, allowPrivateNetworks: deps.allowPrivateNetworks },
       resolver: deps.resolver,
     });
@@ -98,46 +132,44 @@ export async function runDeliveryAttempt(deps: AttemptDeps, input: AttemptInput)
     if (beat) clearInterval(beat);
   }
 
-  const finished = now();
+  const finished = new Date();
   const retryAt = result.outcome === 'delivered' || result.outcome === 'gone' || input.kind !== 'event'
     ? null
     : nextRetryAt({
       policy: deps.retry, retryIndex: input.retryIndex, firstAttemptAt: new Date(delivery.created_at), now: finished,
       retryAfterMs: result.retryAfterMs, random: (deps.random ?? Math.random)(),
     });
+  const delivered = result.outcome === 'delivered';
 
-  await em.transactional(async (tx) => {
-    await tx.insert(WebhookDeliveryAttempt, {
-      deliveryId: delivery.id, accountId: scope.accountId, livemode: scope.livemode, number, startedAt,
-      responseTimeMs: result.responseTimeMs, httpStatus: result.httpStatus, outcome: result.outcome,
-      error: result.error, responseExcerpt: result.responseExcerpt, nextRetryAt: retryAt,
+  // The attempt, the delivery and (on success, at most once a second) the endpoint, in one statement.
+  await pool.query(
+    `with attempt as (
+       insert into webhook_delivery_attempts
+         (delivery_id, account_id, livemode, number, started_at, response_time_ms, http_status, outcome, error, response_excerpt, next_retry_at)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+     ), delivery as (
+       update webhook_deliveries set status = $12, http_status = $7, response_time_ms = $6, last_error = $9,
+              delivered_at = $13, next_retry_at = $11, delivered_by = coalesce($14, delivered_by), updated_at = now()
+        where id = $1
+     )
+     update webhook_endpoints set last_success_at = $13, failing_since = null, updated_at = now()
+      where $13::timestamptz is not null and id = $15 and account_id = $2 and livemode = $3
+        and (failing_since is not null or last_success_at is null or last_success_at < $13::timestamptz - interval '1 second')`,
+    [delivery.id, scope.accountId, scope.livemode, number, startedAt, result.responseTimeMs, result.httpStatus, result.outcome,
+      result.error, result.responseExcerpt, retryAt, delivered ? 'delivered' : 'failed', delivered ? finished : null,
+      delivered ? input.attemptKey : null, input.endpointId],
+  );
+  if (result.outcome === 'gone' || (!delivered && !retryAt && input.kind === 'event')) {
+    const em = scopedEm(deps.orm, scope);
+    await em.transactional(async (tx) => {
+      if (result.outcome === 'gone') await disableGone(tx, scope, input.endpointId, deps.logger);
+      else await markFailingIfNoSuccessSince(tx, scope, input.endpointId, new Date(delivery.created_at), finished, deps.logger);
     });
-    const delivered = result.outcome === 'delivered';
-    await tx.nativeUpdate(WebhookDelivery, { id: delivery.id }, {
-      status: delivered ? 'delivered' : 'failed',
-      httpStatus: result.httpStatus,
-      responseTimeMs: result.responseTimeMs,
-      lastError: result.error,
-      deliveredAt: delivered ? finished : null,
-      nextRetryAt: retryAt,
-      ...(delivered ? { deliveredBy: input.attemptKey } : {}),
-    });
-    if (delivered) await markSuccess(tx, endpoint.id, finished);
-    else if (result.outcome === 'gone') await disableGone(tx, scope, endpoint.id, deps.logger);
-    else if (!retryAt && input.kind === 'event') await markFailingIfNoSuccessSince(tx, scope, endpoint.id, new Date(delivery.created_at), finished, deps.logger);
-  });
+  }
 
-  if (result.outcome === 'delivered') return { deliveryId: delivery.id, outcome: 'delivered', delayMs: null };
+  if (delivered) return { deliveryId: delivery.id, outcome: 'delivered', delayMs: null };
   if (retryAt) return { deliveryId: delivery.id, outcome: 'retry', delayMs: Math.max(0, retryAt.getTime() - Date.now()) };
   return { deliveryId: delivery.id, outcome: 'failed', delayMs: null };
-}
-
-/** Cheap on the hot path: the row is written at most once a second (and whenever it was failing). */
-async function markSuccess(tx: EntityManager, endpointId: string, at: Date): Promise<void> {
-  await tx.nativeUpdate(WebhookEndpoint, {
-    id: endpointId,
-    $or: [{ failingSince: { $ne: null } }, { lastSuccessAt: null }, { lastSuccessAt: { $lt: new Date(at.getTime() - 1000) } }],
-  }, { lastSuccessAt: at, failingSince: null });
 }
 
 async function disableGone(tx: EntityManager, scope: Scope, endpointId: string, logger?: Logger): Promise<void> {
