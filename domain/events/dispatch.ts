@@ -36,6 +36,8 @@ interface EventRow {
 
 /** Workflow starts in flight at once (each is one round trip to Temporal). */
 const START_CONCURRENCY = 32;
+/** Events planned at once (consumers read the database; reads on one scoped EntityManager may overlap). */
+const PLAN_CONCURRENCY = 8;
 
 async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
@@ -76,12 +78,11 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
   const metricIds: string[] = [];
   const metricValues: string[] = [];
   const failedIds = new Set<string>();
-  for (const row of rows) {
-    if (!row.customer_id || row.customer_metrics) continue;
+  await mapLimit(rows.filter((r) => r.customer_id && !r.customer_metrics), PLAN_CONCURRENCY, async (row) => {
     const key = `${row.account_id}:${row.livemode}:${row.customer_id}`;
     try {
       let metrics = metricsCache.get(key);
-      if (!metrics) metricsCache.set(key, (metrics = customerMetrics(emFor(row), row.customer_id)));
+      if (!metrics) metricsCache.set(key, (metrics = customerMetrics(emFor(row), row.customer_id!)));
       row.customer_metrics = await metrics;
       metricIds.push(row.id);
       metricValues.push(JSON.stringify(row.customer_metrics));
@@ -89,7 +90,7 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
       failedIds.add(row.id);
       deps.logger?.warn('customer metrics failed; event left for the next sweep', { event_id: row.id, error: err });
     }
-  }
+  });
   if (metricIds.length) {
     await pool.query(
       `update events e set customer_metrics = v.m
@@ -100,8 +101,8 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
   }
 
   const planned: { eventId: string; request: WorkflowStartRequest }[] = [];
-  for (const row of rows) {
-    if (failedIds.has(row.id)) continue;
+  await mapLimit(rows, PLAN_CONCURRENCY, async (row) => {
+    if (failedIds.has(row.id)) return;
     deps.heartbeat?.();
     const event: OutboxEvent = {
       id: row.id, type: row.type, accountId: row.account_id, livemode: row.livemode, customerId: row.customer_id,
@@ -115,7 +116,7 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
         deps.logger?.warn('event consumer failed to plan; event left for the next sweep', { event_id: row.id, consumer: consumer.name, error: err });
       }
     }
-  }
+  });
 
   let started = 0;
   let alreadyStarted = 0;

@@ -49,7 +49,9 @@ function agentFor(protocol: string, host: string, address: string, port: string)
     agents.set(key, agent); // most recently used last
     return agent;
   }
-  const opts = { keepAlive: true, maxSockets: 64, maxFreeSockets: 16, timeout: 30_000 };
+  // `timeout` closes idle pooled sockets before the usual 5 s server keep-alive does (on a busy
+  // socket it only notifies; the attempt's own timer bounds requests).
+  const opts = { keepAlive: true, maxSockets: 64, maxFreeSockets: 16, timeout: 4000 };
   agent = protocol === 'https:' ? new https.Agent(opts) : new http.Agent(opts);
   agents.set(key, agent);
   if (agents.size > MAX_AGENTS) {
@@ -81,33 +83,57 @@ export function parseRetryAfter(value: string | undefined, now = Date.now()): nu
   return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
 
+/** Rejects with a timeout once `ms` have passed (for the DNS part of an attempt). */
+function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), Math.max(0, ms));
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
 export async function sendWebhook(req: SendRequest): Promise<SendResult> {
   const started = performance.now();
   const elapsed = () => Math.round((performance.now() - started) * 100) / 100;
   let url: URL;
-  let addresses: ResolvedAddress[];
+  let addresses: ResolvedAddress[] | 'timeout';
   try {
     url = checkUrl(req.url, req.policy);
-    addresses = await resolveDestination(url, req.policy, req.resolver);
+    addresses = await within(resolveDestination(url, req.policy, req.resolver), req.timeoutMs);
   } catch (err) {
     if (err instanceof DestinationRefused) {
       return { outcome: 'refused', httpStatus: null, responseTimeMs: null, retryAfterMs: null, error: `destination refused: ${err.message}`, responseExcerpt: null };
     }
     throw err;
   }
+  if (addresses === 'timeout') {
+    return { outcome: 'timeout', httpStatus: null, responseTimeMs: elapsed(), retryAfterMs: null, error: `DNS did not answer within ${req.timeoutMs} ms`, responseExcerpt: null };
+  }
   // Prefer IPv4 when a name has both: loopback receivers in development usually listen there.
   const address = addresses.find((a) => a.family === 4) ?? addresses[0]!;
+  const first = await post(req, url, address, started, false);
+  // A pooled connection the receiver had just closed: try once more on a fresh one (Node's
+  // documented pattern for keep-alive races; nothing was answered, so nothing was processed).
+  if (first.retryOnFreshSocket) return (await post(req, url, address, started, true)).result;
+  return first.result;
+}
+
+function post(req: SendRequest, url: URL, address: ResolvedAddress, started: number, fresh: boolean): Promise<{ result: SendResult; retryOnFreshSocket: boolean }> {
+  const elapsed = () => Math.round((performance.now() - started) * 100) / 100;
   const host = hostOf(url);
   const transport = url.protocol === 'https:' ? https : http;
   const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  const remainingMs = Math.max(1, req.timeoutMs - (performance.now() - started));
 
-  return new Promise<SendResult>((resolve) => {
+  return new Promise((resolve) => {
     let settled = false;
-    const finish = (result: SendResult) => {
+    const finish = (result: SendResult, retryOnFreshSocket = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      resolve(result);
+      resolve({ result, retryOnFreshSocket });
     };
     const request = transport.request({
       protocol: url.protocol,
@@ -115,7 +141,7 @@ export async function sendWebhook(req: SendRequest): Promise<SendResult> {
       port,
       path: `${url.pathname}${url.search}`,
       method: 'POST',
-      agent: agentFor(url.protocol, host, address.address, port),
+      agent: fresh ? false : agentFor(url.protocol, host, address.address, port),
       lookup: pinnedLookup(address),
       servername: url.protocol === 'https:' && !/^[\d.]+$|:/.test(host) ? host : undefined,
       headers: {
@@ -131,7 +157,7 @@ export async function sendWebhook(req: SendRequest): Promise<SendResult> {
         error: `no complete answer within ${req.timeoutMs} ms`, responseExcerpt: null,
       });
       request.destroy(new Error('timeout'));
-    }, req.timeoutMs);
+    }, remainingMs);
 
     request.once('response', (res) => {
       const status = res.statusCode ?? 0;
@@ -163,10 +189,11 @@ export async function sendWebhook(req: SendRequest): Promise<SendResult> {
       res.once('error', done);
     });
     request.once('error', (err: NodeJS.ErrnoException) => {
+      const staleSocket = !fresh && request.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
       finish({
         outcome: 'network_error', httpStatus: null, responseTimeMs: elapsed(), retryAfterMs: null,
         error: `${err.code ?? 'error'}: ${err.message}`, responseExcerpt: null,
-      });
+      }, staleSocket);
     });
     request.end(req.body);
   });

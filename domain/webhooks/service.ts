@@ -9,6 +9,9 @@ import {
 } from './entities.ts';
 import { generateSecret, secretProblem } from './signing.ts';
 
+/** How long creating or updating an endpoint waits for DNS to check its host. */
+const CREATE_DNS_TIMEOUT_MS = 3000;
+
 /** After a rotation the previous secret keeps signing (a second signature) for this long. */
 export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
 
@@ -113,10 +116,17 @@ async function checkEndpointUrl(url: string, scope: Scope, settings: EndpointSet
   const policy: DestinationPolicy = { livemode: scope.livemode, allowPrivateNetworks: settings.allowPrivateNetworks };
   try {
     const parsed = checkUrl(url, policy);
-    await resolveDestination(parsed, policy, settings.resolver).catch((err: unknown) => {
-      if (err instanceof DestinationRefused && /does not resolve/.test(err.message)) return;
-      throw err;
-    });
+    // A name that does not resolve (yet), or whose DNS is slow, is accepted: every attempt checks again.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      resolveDestination(parsed, policy, settings.resolver).catch((err: unknown) => {
+        if (err instanceof DestinationRefused && /does not resolve/.test(err.message)) return;
+        throw err;
+      }),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, CREATE_DNS_TIMEOUT_MS);
+      }),
+    ]).finally(() => clearTimeout(timer));
   } catch (err) {
     if (!(err instanceof DestinationRefused)) throw err;
     throw new ApiError({

@@ -149,3 +149,49 @@ describe('docs/events.md', () => {
     expect(readFileSync(EVENTS_DOC_PATH, 'utf8'), 'docs/events.md is stale: run scripts/node24.sh node scripts/events-doc.ts').toBe(renderEventsDoc());
   });
 });
+
+describe('the sender', () => {
+  it('retries once on a fresh connection when a pooled keep-alive connection was closed under it', async () => {
+    const { createServer } = await import('node:net');
+    const { sendWebhook } = await import('../../domain/webhooks/sender.ts');
+    let connections = 0;
+    // Answers the first request on each connection with a keep-alive 200, then resets the
+    // connection when a second request arrives on it (a receiver that closed an idle socket).
+    const server = createServer((socket) => {
+      connections++;
+      let answered = false;
+      socket.on('data', () => {
+        if (answered) {
+          socket.resetAndDestroy();
+          return;
+        }
+        answered = true;
+        socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: keep-alive\r\n\r\nok');
+      });
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/hooks`;
+    const send = () => sendWebhook({ url, body: '{}', headers: {}, timeoutMs: 2000, policy: { livemode: false, allowPrivateNetworks: true } });
+    try {
+      expect((await send()).outcome).toBe('delivered');
+      const second = await send();
+      expect(second).toMatchObject({ outcome: 'delivered', httpStatus: 200 });
+      expect(connections).toBe(2);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('never connects to a refused destination and bounds DNS by the attempt timeout', async () => {
+    const { sendWebhook } = await import('../../domain/webhooks/sender.ts');
+    const refused = await sendWebhook({ url: 'http://127.0.0.1:9/x', body: '{}', headers: {}, timeoutMs: 1000, policy: { livemode: true, allowPrivateNetworks: true } });
+    expect(refused.outcome).toBe('refused');
+    const slowDns = await sendWebhook({
+      url: 'https://slow.example.com/x', body: '{}', headers: {}, timeoutMs: 200, policy: { livemode: true, allowPrivateNetworks: false },
+      resolver: () => new Promise(() => undefined),
+    });
+    expect(slowDns).toMatchObject({ outcome: 'timeout' });
+    expect(slowDns.error).toContain('DNS');
+  });
+});
