@@ -49,11 +49,10 @@ export async function admit(deps: AppDeps, req: Request, res: Response): Promise
       'Use `Authorization: Bearer bp_live_…` (or bp_test_…, bp_rk_…) with the full key text as it was shown at creation.');
   }
   const limits = deps.config;
-  const [releasedKeys, releasedCounts] = deps.concurrency.take();
   const { rows } = await deps.pool.query<AdmitRow>({
     name: 'bp_admit',
-    text: 'select * from bp_admit($1, $2, $3, $4, $5, $6, $7, $8, $9)',
-    values: [hashKey(match[1]!), deps.concurrency.instanceId, releasedKeys, releasedCounts, limits.RATE_LIMIT_PER_MINUTE,
+    text: 'select * from bp_admit($1, $2, $3, $4, $5, $6, $7)',
+    values: [hashKey(match[1]!), deps.concurrency.instanceId, limits.RATE_LIMIT_PER_MINUTE,
       limits.RATE_LIMIT_PER_MINUTE_PREMIUM, limits.RATE_LIMIT_PER_DAY, limits.RATE_LIMIT_CONCURRENCY, STALE_SECONDS],
   });
   const row = rows[0]!;
@@ -139,15 +138,18 @@ function limited(row: AdmitRow): ApiError {
 /**
  * This instance's side of the concurrency limit. Each API instance has one counter row per key
  * (`concurrency_counters`); admissions add to it in the database. Finished requests are subtracted
- * in bulk at the end of the event-loop turn in which they finished (an admission in that same turn
- * carries them in its own round trip instead). While requests are in flight, a heartbeat keeps the instance's rows counting;
- * if the instance dies, its rows go stale and stop counting after STALE_SECONDS.
+ * in bulk at the end of the event-loop turn in which they finished, one statement in flight at a
+ * time (so two subtractions never lock the instance's rows in different orders). While requests are
+ * in flight, a heartbeat keeps the instance's rows counting; if the instance dies, its rows go stale
+ * and stop counting after STALE_SECONDS.
  */
 export class ConcurrencyTracker {
   readonly instanceId = randomUUID();
   private readonly local = new Map<string, number>();
   private pending = new Map<string, number>();
-  private flushScheduled: NodeJS.Immediate | null = null;
+  private scheduled: NodeJS.Immediate | null = null;
+  /** Subtractions and heartbeats touch several of this instance's rows: one statement at a time. */
+  private queue: Promise<void> = Promise.resolve();
   private readonly heartbeat: NodeJS.Timeout;
   private readonly pool: Pool;
   private readonly onError: (err: Error) => void;
@@ -167,40 +169,47 @@ export class ConcurrencyTracker {
     if (left > 0) this.local.set(keyId, left);
     else this.local.delete(keyId);
     this.pending.set(keyId, (this.pending.get(keyId) ?? 0) + 1);
-    // Sent at the end of this event-loop turn: prompt (a client's next request, possibly to another
-    // instance, must not find the slot still taken), yet batched when many requests finish at once.
-    this.flushScheduled ??= setImmediate(() => void this.flush());
+    // Prompt (a client's next request, possibly to another instance, must not find its slot still
+    // taken), yet batched when many requests finish at once.
+    this.scheduled ??= setImmediate(() => {
+      this.scheduled = null;
+      void this.flush();
+    });
   }
 
-  /** Hands the finished counts to an admission, which subtracts them first. */
-  take(): [string[], number[]] {
-    const taken = this.pending;
-    this.pending = new Map();
-    return [[...taken.keys()], [...taken.values()]];
+  private serially(statement: () => Promise<unknown>): Promise<void> {
+    this.queue = this.queue.then(statement).then(() => undefined, (err: Error) => this.onError(err));
+    return this.queue;
   }
 
-  async flush(): Promise<void> {
-    if (this.flushScheduled) clearImmediate(this.flushScheduled);
-    this.flushScheduled = null;
-    const [keys, counts] = this.take();
-    if (!keys.length) return;
-    await this.pool.query(
-      `update concurrency_counters c set in_flight = greatest(0, c.in_flight - r.n)
-         from unnest($2::text[], $3::int[]) as r(k, n) where c.api_key_id = r.k and c.instance_id = $1`,
-      [this.instanceId, keys, counts],
-    ).then(() => undefined, (err: Error) => this.onError(err));
+  /** Subtracts what has finished; resolves once everything finished before the call is counted. */
+  flush(): Promise<void> {
+    return this.serially(async () => {
+      if (!this.pending.size) return;
+      const batch = [...this.pending];
+      this.pending = new Map();
+      await this.pool.query(
+        `update concurrency_counters c set in_flight = greatest(0, c.in_flight - r.n)
+           from unnest($2::text[], $3::int[]) as r(k, n) where c.api_key_id = r.k and c.instance_id = $1`,
+        [this.instanceId, batch.map(([k]) => k), batch.map(([, n]) => n)],
+      );
+    });
   }
 
-  private async beat(): Promise<void> {
-    if (!this.local.size) return;
-    await this.pool.query(
-      'update concurrency_counters set heartbeat_at = clock_timestamp() where instance_id = $1 and api_key_id = any($2)',
-      [this.instanceId, [...this.local.keys()]],
-    ).then(() => undefined, (err: Error) => this.onError(err));
+  private beat(): Promise<void> {
+    return this.serially(async () => {
+      if (!this.local.size) return;
+      await this.pool.query(
+        'update concurrency_counters set heartbeat_at = clock_timestamp() where instance_id = $1 and api_key_id = any($2)',
+        [this.instanceId, [...this.local.keys()]],
+      );
+    });
   }
 
   async close(): Promise<void> {
     clearInterval(this.heartbeat);
+    if (this.scheduled) clearImmediate(this.scheduled);
+    this.scheduled = null;
     await this.flush();
   }
 }

@@ -131,11 +131,11 @@ export class Migration0001PlatformFoundation extends Migration {
     // Authentication and every rate limit in one round trip. Admissions of one key are serialised
     // by the lock on its minute-counter row (held to commit); each later statement of the function
     // sees what earlier admissions committed, so the in-flight sum is exact across instances.
-    // Requests that finished since the instance's last admission arrive as p_released_* (saving a
-    // round trip per request).
+    // An admission locks only its own key's rows, always in the same order (minute, day, this
+    // instance's counter, the key), so admissions cannot deadlock with each other.
     this.addSql(`
       create function bp_admit(
-        p_key_hash text, p_instance text, p_released_keys text[], p_released_counts integer[],
+        p_key_hash text, p_instance text,
         p_minute_standard integer, p_minute_premium integer, p_day_limit integer, p_concurrency integer, p_stale_seconds integer
       ) returns table (
         outcome text, key_id text, account_id text, key_type text, livemode boolean, permissions text[], tier text,
@@ -146,11 +146,6 @@ export class Migration0001PlatformFoundation extends Migration {
         v_now timestamptz := clock_timestamp();
       begin
         now_epoch_ms := (extract(epoch from v_now) * 1000)::bigint;
-        if cardinality(p_released_keys) > 0 then
-          update concurrency_counters c set in_flight = greatest(0, c.in_flight - r.n)
-            from unnest(p_released_keys, p_released_counts) as r(k, n)
-           where c.api_key_id = r.k and c.instance_id = p_instance;
-        end if;
         select ak.id, ak.account_id, ak.type, ak.livemode, ak.permissions, ak.status, ak.expires_at, a.tier
           into k from api_keys ak join accounts a on a.id = ak.account_id where ak.key_hash = p_key_hash;
         if not found then outcome := 'unknown'; return next; return; end if;

@@ -123,4 +123,14 @@ describe('rate limits', () => {
     await platform.sql(`update concurrency_counters set heartbeat_at = clock_timestamp() - interval '31 seconds' where instance_id = 'dead-instance'`);
     expect((await http('/v3/customers', { key })).status).toBe(200);
   });
+
+  it('admits concurrent bursts on one key across two instances without a deadlock or a 500', async () => {
+    const key = await platform.newKey({ accountId: await platform.newAccount('premium') });
+    const http2 = client((await platform.startSecondApi()).url);
+    for (let round = 0; round < 5; round++) {
+      const statuses = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? http2 : http)('/v3/customers?limit=1', { key }).then((r) => r.status)));
+      expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+      expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(10);
+    }
+  });
 });
