@@ -70,8 +70,13 @@ export async function admit(deps: AppDeps, req: Request, res: Response): Promise
 
   if (row.outcome !== 'admitted') throw limited(row);
 
+  // The slot is given back before the response is written (so a client that waits for its answer
+  // never finds its own slot still taken), or when the connection closes without an answer.
   deps.concurrency.started(row.key_id);
-  res.once('close', () => deps.concurrency.finished(row.key_id));
+  let released: Promise<void> | null = null;
+  const release = () => (released ??= deps.concurrency.finished(row.key_id));
+  state(res).release = release;
+  res.once('close', () => void release());
   const auth: AuthContext = {
     keyId: row.key_id, accountId: row.account_id, livemode: row.livemode,
     keyType: row.key_type, permissions: row.permissions, tier: row.tier,
@@ -138,8 +143,9 @@ function limited(row: AdmitRow): ApiError {
 /**
  * This instance's side of the concurrency limit. Each API instance has one counter row per key
  * (`concurrency_counters`); admissions add to it in the database. Finished requests are subtracted
- * in bulk at the end of the event-loop turn in which they finished, one statement in flight at a
- * time (so two subtractions never lock the instance's rows in different orders). While requests are
+ * in bulk at the end of the event-loop turn in which they finished (their responses wait for it),
+ * one statement in flight at a time (so two subtractions never lock the instance's rows in
+ * different orders). While requests are
  * in flight, a heartbeat keeps the instance's rows counting; if the instance dies, its rows go stale
  * and stop counting after STALE_SECONDS.
  */
@@ -148,6 +154,8 @@ export class ConcurrencyTracker {
   private readonly local = new Map<string, number>();
   private pending = new Map<string, number>();
   private scheduled: NodeJS.Immediate | null = null;
+  private retry: NodeJS.Timeout | null = null;
+  private waiting: (() => void)[] = [];
   /** Subtractions and heartbeats touch several of this instance's rows: one statement at a time. */
   private queue: Promise<void> = Promise.resolve();
   private readonly heartbeat: NodeJS.Timeout;
@@ -164,17 +172,18 @@ export class ConcurrencyTracker {
     this.local.set(keyId, (this.local.get(keyId) ?? 0) + 1);
   }
 
-  finished(keyId: string): void {
+  /** Counts a request as finished; resolves once the database has subtracted it. */
+  finished(keyId: string): Promise<void> {
     const left = (this.local.get(keyId) ?? 1) - 1;
     if (left > 0) this.local.set(keyId, left);
     else this.local.delete(keyId);
     this.pending.set(keyId, (this.pending.get(keyId) ?? 0) + 1);
-    // Prompt (a client's next request, possibly to another instance, must not find its slot still
-    // taken), yet batched when many requests finish at once.
+    // Batched with every request that finishes in this event-loop turn.
     this.scheduled ??= setImmediate(() => {
       this.scheduled = null;
       void this.flush();
     });
+    return new Promise((resolve) => this.waiting.push(resolve));
   }
 
   private serially(statement: () => Promise<unknown>): Promise<void> {
@@ -185,14 +194,29 @@ export class ConcurrencyTracker {
   /** Subtracts what has finished; resolves once everything finished before the call is counted. */
   flush(): Promise<void> {
     return this.serially(async () => {
-      if (!this.pending.size) return;
+      const waiting = this.waiting;
+      this.waiting = [];
+      if (!this.pending.size) return waiting.forEach((done) => done());
       const batch = [...this.pending];
       this.pending = new Map();
-      await this.pool.query(
-        `update concurrency_counters c set in_flight = greatest(0, c.in_flight - r.n)
-           from unnest($2::text[], $3::int[]) as r(k, n) where c.api_key_id = r.k and c.instance_id = $1`,
-        [this.instanceId, batch.map(([k]) => k), batch.map(([, n]) => n)],
-      );
+      try {
+        await this.pool.query(
+          `update concurrency_counters c set in_flight = greatest(0, c.in_flight - r.n)
+             from unnest($2::text[], $3::int[]) as r(k, n) where c.api_key_id = r.k and c.instance_id = $1`,
+          [this.instanceId, batch.map(([k]) => k), batch.map(([, n]) => n)],
+        );
+      } catch (err) {
+        // Not lost: the counts go back and are sent again shortly.
+        for (const [k, n] of batch) this.pending.set(k, (this.pending.get(k) ?? 0) + n);
+        this.retry ??= setTimeout(() => {
+          this.retry = null;
+          void this.flush();
+        }, 200).unref();
+        throw err;
+      } finally {
+        // A failed subtraction is retried in the background; the responses do not wait for it.
+        for (const done of waiting) done();
+      }
     });
   }
 
@@ -209,6 +233,7 @@ export class ConcurrencyTracker {
   async close(): Promise<void> {
     clearInterval(this.heartbeat);
     if (this.scheduled) clearImmediate(this.scheduled);
+    if (this.retry) clearTimeout(this.retry);
     this.scheduled = null;
     await this.flush();
   }

@@ -18,8 +18,8 @@ export interface RequestState {
   auth?: AuthContext;
   /** Set by the idempotency step: persists the response before it is written. */
   beforeSend?: (status: number, headers: Record<string, string>, body: Buffer) => Promise<void>;
-  /** Set by admission: releases the concurrency slot once the response is done. */
-  release?: () => void;
+  /** Set by admission: gives the concurrency slot back (before the response is written). */
+  release?: () => Promise<void>;
 }
 
 export function state(res: Response): RequestState {

@@ -43,6 +43,7 @@ export async function applyIdempotency(
         headers: { 'Retry-After': '1' },
       });
     case 'replay':
+      await state(res).release?.();
       writeRaw(res, claim.status, { ...claim.headers, 'Idempotent-Replayed': 'true' }, claim.body);
       return true;
     case 'claimed': {

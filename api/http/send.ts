@@ -22,6 +22,7 @@ export async function sendDocument(
   const body = Buffer.from(xml ? toXml(root, document) : JSON.stringify(document));
   const headers: Record<string, string> = { 'Content-Type': `${type}; charset=utf-8`, ...opts.headers };
   if (st.beforeSend) await st.beforeSend(status, headers, body);
+  if (st.release) await st.release();
   writeRaw(res, status, headers, body);
 }
 
