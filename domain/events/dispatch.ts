@@ -64,6 +64,8 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
     [batchSize],
   );
   if (rows.length === 0) return { events: 0, started: 0, alreadyStarted: 0, failed: 0, more: false };
+  const t0 = performance.now();
+  const lap = () => Math.round(performance.now() - t0);
 
   const scoped = new Map<string, EntityManager>();
   const emFor = (row: EventRow) => {
@@ -100,6 +102,7 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
     );
   }
 
+  const tMetrics = lap();
   const planned: { eventId: string; request: WorkflowStartRequest }[] = [];
   await mapLimit(rows, PLAN_CONCURRENCY, async (row) => {
     if (failedIds.has(row.id)) return;
@@ -118,6 +121,7 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
     }
   });
 
+  const tPlan = lap();
   let started = 0;
   let alreadyStarted = 0;
   await mapLimit(planned, START_CONCURRENCY, async ({ eventId, request }) => {
@@ -147,10 +151,14 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
     }
   });
 
+  const tStart = lap();
   const dispatched = rows.map((r) => r.id).filter((id) => !failedIds.has(id));
   if (dispatched.length) {
     await pool.query(`update events set dispatched_at = now() where id = any($1::text[]) and dispatched_at is null`, [dispatched]);
   }
+  deps.logger?.debug('dispatched events', {
+    events: rows.length, starts: planned.length, metrics_ms: tMetrics, plan_ms: tPlan - tMetrics, start_ms: tStart - tPlan, total_ms: lap(),
+  });
   return {
     events: dispatched.length,
     started,
