@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ALL_EVENTS, EVENT_TYPES } from '../../domain/events/catalog.ts';
+import { ALL_EVENTS, EVENT_TYPES, type EventType } from '../../domain/events/catalog.ts';
 import { replayDelivery, sendTestEvent } from '../../domain/webhooks/actions.ts';
 import { DELIVERY_STATUSES } from '../../domain/webhooks/entities.ts';
 import {
@@ -46,7 +46,7 @@ const rotateBody = z.strictObject({
 });
 
 const testBody = z.strictObject({
-  event_type: z.enum(EVENT_TYPES as [string, ...string[]], { error: `expected one of: ${EVENT_TYPES.join(', ')}` }),
+  event_type: z.enum(EVENT_TYPES as [EventType, ...EventType[]], { error: `expected one of: ${EVENT_TYPES.join(', ')}` }),
   test_data: z.record(z.string(), z.unknown()).optional().describe("Sent as data.object; without it the catalog's example for event_type is sent."),
 });
 
@@ -214,7 +214,7 @@ export const webhookRoutes = [
     params: webhookId, body: testBody, response: deliverySchema,
     async handler({ deps, em, auth, params, body, requestId }) {
       const { delivery, finished } = await sendTestEvent(em(), auth, starter(deps), params.webhook_id,
-        { eventType: body.event_type as never, testData: body.test_data }, requestId, deps.config.WEBHOOK_TIMEOUT_MS + 5000);
+        { eventType: body.event_type, testData: body.test_data }, requestId, deps.config.WEBHOOK_TIMEOUT_MS + 5000);
       const location = `/v3/webhooks/${params.webhook_id}/deliveries/${delivery.id}`;
       return finished ? { body: delivery, headers: { Location: location } } : { status: 202, body: delivery, headers: { Location: location } };
     },
