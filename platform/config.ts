@@ -11,7 +11,6 @@ const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 
 const schema = z.object({
-  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: port.default(3000),
   HOST: z.string().min(1).default('0.0.0.0'),
   DATABASE_URL: z
@@ -31,7 +30,6 @@ const schema = z.object({
   TASK_QUEUE_PREFIX: z.string().default(''),
   ADMIN_TOKEN: z.string().min(16, 'use at least 16 characters').optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
-  PUBLIC_BASE_URL: z.url().optional(),
   RATE_LIMIT_PER_MINUTE: positiveInt.default(100),
   RATE_LIMIT_PER_MINUTE_PREMIUM: positiveInt.default(5000),
   RATE_LIMIT_PER_DAY: positiveInt.default(10_000),
