@@ -58,7 +58,9 @@ async function clearLeftovers(dataDir: string): Promise<void> {
   const pidFile = `${dataDir}/postmaster.pid`;
   if (!existsSync(pidFile)) return;
   const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
-  if (pid && alive(pid)) {
+  // A dead server's pid may since belong to an unrelated process: only signal a postgres.
+  const isPostgres = !existsSync(`/proc/${pid}/comm`) || readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
+  if (pid && alive(pid) && isPostgres) {
     process.kill(pid, 'SIGINT'); // fast shutdown
     for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
   }
@@ -105,7 +107,7 @@ function initCluster(initdb: string, dataDir: string, ids: { uid?: number; gid?:
     ], { ...ids, stdio: ['ignore', 'ignore', 'pipe'] });
   } catch (err) {
     rmSync(dataDir, { recursive: true, force: true });
-    throw new Error(`initdb failed: ${(err as { stderr?: Buffer }).stderr?.toString() ?? (err as Error).message}`);
+    throw new Error(`initdb failed: ${(err as { stderr?: Buffer }).stderr?.toString() ?? (err as Error).message}`, { cause: err });
   } finally {
     rmSync(pwfile, { force: true });
   }
@@ -128,8 +130,6 @@ function ensureReachableByPostgresUser(dataDir: string): void {
 }
 
 export async function startEmbeddedPostgres(opts: { dataDir: string; port?: number; persistent: boolean }): Promise<LocalPostgres> {
-  const wanted = opts.port ?? 5433;
-  const port = (await portFree(wanted)) ? wanted : await anyFreePort();
   const recent: string[] = [];
   const remember = (message: string) => {
     recent.push(message);
@@ -140,6 +140,9 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port?: numb
   ensureReachableByPostgresUser(opts.dataDir);
   if (!existsSync(`${opts.dataDir}/PG_VERSION`)) initCluster(binaries.initdb, opts.dataDir, ids);
   else await clearLeftovers(opts.dataDir);
+  // After clearLeftovers: a leftover server may be what holds the wanted port.
+  const wanted = opts.port ?? 5433;
+  const port = (await portFree(wanted)) ? wanted : await anyFreePort();
 
   const child = spawn(binaries.postgres, [
     '-D', opts.dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300',
