@@ -1,3 +1,4 @@
+import { createBillingActivities } from './billing.ts';
 import { createCommerceActivities } from './commerce.ts';
 import { createCrmActivities } from './crm.ts';
 import { createPaymentActivities, type PaymentActivityDeps } from './payments.ts';
@@ -15,5 +16,6 @@ export function createActivities(deps: ActivityDeps) {
     crm: createCrmActivities(deps),
     webhooks: { ...createWebhookActivities(deps), ...createEventActivities(deps) },
     payments: createPaymentActivities(deps),
+    billing: createBillingActivities(deps),
   };
 }

@@ -25,11 +25,12 @@ import { storeRoutes } from './v3/stores.ts';
 import { eventRoutes } from './v3/events.ts';
 import { webhookRoutes } from './v3/webhooks.ts';
 import { paymentRoutes } from './v3/payments.ts';
+import { billingRoutes } from './v3/billing.ts';
 
 export const API_VERSION = '3.2.1';
 
 /** Every /v3 route, in one list: mounted, validated and documented from the same definitions. */
-export const v3Routes: RouteSpec<any, any, any>[] = [...customerRoutes, ...crmRoutes, ...storeRoutes, ...catalogRoutes, ...inventoryRoutes, ...orderRoutes, ...reportRoutes, ...marketplaceRoutes, ...paymentRoutes, ...webhookRoutes, ...eventRoutes];
+export const v3Routes: RouteSpec<any, any, any>[] = [...customerRoutes, ...crmRoutes, ...storeRoutes, ...catalogRoutes, ...inventoryRoutes, ...orderRoutes, ...reportRoutes, ...marketplaceRoutes, ...paymentRoutes, ...billingRoutes, ...webhookRoutes, ...eventRoutes];
 
 const extraRoutes: ExtraRoute[] = [
   { method: 'get', path: '/healthz', summary: 'Liveness: the process is up', tag: 'Operations', security: false },

@@ -7,6 +7,7 @@ import { WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint } from '../dom
 import { IdempotencyRecord } from '../domain/idempotency/entities.ts';
 import { ApiKeyDailyUsage, RequestLog } from '../domain/requests/entities.ts';
 import { Payment, PaymentGatewaySetting, PaymentRefund, PaymentTransfer } from '../domain/payments/entities.ts';
+import { BillingPlan, Invoice, Subscription, TaxRate, TestClock, UsageRecord } from '../domain/billing/entities.ts';
 
 /** Every entity the ORM knows; each area adds its own here. */
 export const entities = [Account, ApiKey, Customer, DomainEvent, IdempotencyRecord, RequestLog, ApiKeyDailyUsage,
@@ -14,4 +15,5 @@ export const entities = [Account, ApiKey, Customer, DomainEvent, IdempotencyReco
   Interaction, Touchpoint, AutomationRule, AutomationRun, CrmTask, CrmMessage,
   WebhookEndpoint, WebhookDelivery, WebhookDeliveryAttempt,
   Payment, PaymentRefund, PaymentTransfer, PaymentGatewaySetting,
+  BillingPlan, TaxRate, TestClock, Subscription, Invoice, UsageRecord,
 ];

@@ -61,6 +61,8 @@ const schema = z.object({
   STRIPE_API_KEY: z.string().regex(/^(sk|rk)_(test|live)_\w+$/, 'expected a Stripe secret key (sk_test_… or sk_live_…)').optional(),
   /** Another Stripe API base URL, e.g. stripe-mock's http://127.0.0.1:12111. */
   STRIPE_API_BASE: z.url().optional(),
+  /** Billing: a subscription's workflow continues as new after this many billing cycles (bounded history). */
+  BILLING_CYCLES_PER_RUN: z.coerce.number().int().min(1).max(1000).default(12),
 });
 
 export type Config = z.infer<typeof schema>;

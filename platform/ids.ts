@@ -26,6 +26,12 @@ export const ID_PREFIX = {
   automationRun: 'arun',
   task: 'task',
   message: 'msg',
+  plan: 'plan',
+  subscription: 'sub',
+  invoice: 'inv',
+  testClock: 'clock',
+  usageRecord: 'ur',
+  taxRate: 'txr',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

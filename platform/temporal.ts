@@ -2,7 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import { serviceUnavailable } from './errors.ts';
 
 /** The areas that own a task queue; each area's workflows and activities run on its own queue. */
-export const AREAS_WITH_QUEUES = ['platform', 'webhooks', 'payments', 'commerce', 'crm'] as const;
+export const AREAS_WITH_QUEUES = ['platform', 'webhooks', 'payments', 'commerce', 'crm', 'billing'] as const;
 export type QueueArea = (typeof AREAS_WITH_QUEUES)[number];
 
 export interface TemporalHandle {

@@ -7,3 +7,4 @@ export { refundWorkflow } from './payments/refund.ts';
 export { paymentsBaselineWorkflow } from './payments/baseline.ts';
 export { webhookDeliveryWorkflow } from './webhooks/delivery.ts';
 export { eventDispatcherWorkflow } from './webhooks/event-dispatcher.ts';
+export { subscriptionWorkflow } from './billing/subscription.ts';

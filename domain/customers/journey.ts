@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../../platform/errors.ts';
+import { paidInvoices } from '../billing/revenue.ts';
 import { Order } from '../commerce/entities.ts';
 import { loadRates, priceIn } from '../commerce/pricing.ts';
 import { Interaction, Touchpoint } from '../crm/entities.ts';
@@ -230,7 +231,7 @@ const paidOrders: RevenueSource = {
 /** Where touchpoints come from; other areas push their source here. */
 export const touchpointSources: TouchpointSource[] = [orderSource, interactionSource, recordedSource, paymentSource];
 /** What counts toward the lifetime value; billing pushes its paid-invoices source here. */
-export const revenueSources: RevenueSource[] = [paidOrders];
+export const revenueSources: RevenueSource[] = [paidOrders, paidInvoices];
 
 export const LIFECYCLE_STAGES = ['subscriber', 'lead', 'opportunity', 'customer', 'loyal', 'churned'] as const;
 export type LifecycleStage = (typeof LIFECYCLE_STAGES)[number];

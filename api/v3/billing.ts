@@ -1,0 +1,308 @@
+import type { Request } from 'express';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { z } from 'zod';
+import { checkCard, type CardInput } from '../../domain/payments/cards.ts';
+import {
+  createPlan, createTaxRate, createTestClock, findPlan, findTestClock, clockView, getInvoice, getSubscription, listInvoices, listPlans,
+  listSubscriptions, listTaxRates, planView, recordUsage,
+} from '../../domain/billing/service.ts';
+import {
+  advanceTestClock, cancelSubscription, changeSubscriptionPlan, createSubscription, pauseSubscription, resumeSubscription,
+  type BillingContext,
+} from '../../domain/billing/subscriptions.ts';
+import { SUPPORTED_CURRENCIES, isSupportedCurrency } from '../../domain/money.ts';
+import { BILLING_CYCLES, INTERVALS, SUBSCRIPTION_STATUSES } from '../../workflows/billing/shared.ts';
+import type { AppDeps } from '../deps.ts';
+import { idAfter, listDocument, listOf, listQuery, pageOf } from '../http/pagination.ts';
+import { route } from '../http/route.ts';
+import { csv, metadata } from '../http/schemas.ts';
+
+const currency = z.string().regex(/^[A-Za-z]{3}$/, 'expected a three-letter ISO 4217 currency code such as USD')
+  .transform((c) => c.toUpperCase())
+  .refine(isSupportedCurrency, { message: `currency not supported; use one of ${SUPPORTED_CURRENCIES.join(', ')}` });
+const decimal = z.union([z.number().nonnegative(), z.string()])
+  .transform((v) => (typeof v === 'number' ? String(v) : v.trim()))
+  .refine((v) => /^\d{1,14}(\.\d{1,6})?$/.test(v), 'expected a non-negative decimal with at most 6 decimal places');
+const timestamp = z.iso.datetime({ offset: true, error: 'expected an ISO 8601 timestamp such as 2025-03-14T09:30:00Z' }).transform((t) => new Date(t));
+const id = z.string().min(1).max(64);
+
+const card = z.strictObject({
+  number: z.string().min(1).max(40), exp_month: z.number().int(), exp_year: z.number().int(), cvc: z.string().min(1).max(8),
+}).superRefine((c, ctx) => {
+  for (const e of checkCard(c, new Date(), '')) ctx.addIssue({ code: 'custom', path: [e.path.replace(/^\./, '')], message: e.message });
+});
+
+const usagePricing = z.strictObject({
+  metric_name: z.string().regex(/^[a-z0-9_.:-]{1,64}$/, 'lower-case letters, digits and _ . : -, up to 64 characters'),
+  unit_amount: decimal.describe('Minor units per unit (up to 6 decimals), e.g. "0.5" = half a cent.'),
+  tiers: z.array(z.strictObject({ up_to: z.number().int().positive().nullable(), unit_amount: decimal })).min(1).max(20).optional()
+    .describe('Graduated tiers in ascending order; the last has up_to null.'),
+}).superRefine((u, ctx) => {
+  if (!u.tiers) return;
+  u.tiers.forEach((t, i) => {
+    const last = i === u.tiers!.length - 1;
+    if (last !== (t.up_to === null)) ctx.addIssue({ code: 'custom', path: ['tiers', i, 'up_to'], message: 'only the last tier has up_to null' });
+    const prev = u.tiers![i - 1]?.up_to;
+    if (i > 0 && t.up_to !== null && prev != null && t.up_to <= prev) ctx.addIssue({ code: 'custom', path: ['tiers', i, 'up_to'], message: 'tiers must ascend' });
+  });
+});
+
+const planBody = z.strictObject({
+  name: z.string().trim().min(1).max(200),
+  currency,
+  amount: z.number().int('amount is an integer number of minor units').nonnegative().max(99_999_999_999).default(0).describe('Flat amount per interval, minor units.'),
+  interval: z.enum(INTERVALS),
+  usage: usagePricing.optional(),
+  dunning: z.strictObject({
+    retry_schedule_days: z.array(z.number().int().min(1).max(60)).max(10),
+    final_action: z.enum(['cancel', 'unpaid']),
+  }).optional().describe('Retries after a failed collection; default 3, 5 and 7 days, then cancel.'),
+  metadata: metadata.optional(),
+}).refine((p) => p.amount > 0 || p.usage, { path: ['amount'], message: 'a plan needs a flat amount, usage pricing, or both' });
+
+const dunningSchema = z.object({ retry_schedule_days: z.array(z.number()), final_action: z.enum(['cancel', 'unpaid']) });
+const planSchema = z.object({
+  id: z.string(), object: z.literal('plan'), livemode: z.boolean(), name: z.string(), currency: z.string(), amount: z.number().int(),
+  interval: z.enum(INTERVALS),
+  usage: z.object({ metric_name: z.string(), unit_amount: z.string(), tiers: z.array(z.object({ up_to: z.number().nullable(), unit_amount: z.string() })).nullable() }).nullable(),
+  dunning: dunningSchema, metadata: z.record(z.string(), z.string()), created_at: z.iso.datetime(),
+}).meta({ id: 'Plan' });
+
+const subscriptionSchema = z.object({
+  id: z.string(), object: z.literal('subscription'), livemode: z.boolean(), customer_id: z.string(), plan_id: z.string(),
+  billing_cycle: z.enum(BILLING_CYCLES), status: z.enum(SUBSCRIPTION_STATUSES), auto_collection: z.boolean(), days_until_due: z.number().int(),
+  trial_end: z.string().nullable(), current_period_start: z.string(), current_period_end: z.string(), next_invoice_date: z.string().nullable(),
+  cancel_at_period_end: z.boolean(), canceled_at: z.string().nullable(), paused_at: z.string().nullable(), resumes_at: z.string().nullable(),
+  tax_jurisdiction: z.string().nullable(), test_clock: z.string().nullable(),
+  payment_method: z.object({ type: z.literal('card'), card: z.object({ brand: z.string(), last4: z.string(), exp_month: z.number(), exp_year: z.number() }) }).nullable(),
+  workflow_id: z.string(), metadata: z.record(z.string(), z.string()), created_at: z.string(), updated_at: z.string(),
+}).meta({ id: 'Subscription' });
+
+const invoiceSchema = z.object({
+  id: z.string(), object: z.literal('invoice'), livemode: z.boolean(), customer_id: z.string(), subscription_id: z.string(),
+  status: z.enum(['open', 'paid', 'uncollectible', 'void']), currency: z.string(),
+  subtotal: z.number().int(), tax: z.number().int(), amount: z.number().int().describe('Total in minor units (subtotal + tax).'),
+  amount_due: z.number().int(), amount_paid: z.number().int(), due_date: z.string(), period_start: z.string(), period_end: z.string(),
+  line_items: z.array(z.object({
+    type: z.enum(['subscription', 'usage', 'proration']), description: z.string(), quantity: z.string(), unit_amount: z.string().nullable(),
+    amount: z.number().int(), period: z.object({ start: z.string(), end: z.string() }),
+    tax_amounts: z.array(z.object({ tax_rate_id: z.string(), amount: z.number().int() })),
+  })),
+  taxes: z.array(z.object({ tax_rate_id: z.string(), name: z.string(), jurisdiction: z.string(), percentage: z.string(), taxable_amount: z.number().int(), amount: z.number().int() })),
+  payment_method: z.string().nullable().describe('Masked card descriptor, e.g. "visa **** 4242".'),
+  auto_collection: z.boolean(), attempt_count: z.number().int(), last_payment_id: z.string().nullable(), paid_at: z.string().nullable(), created_at: z.string(),
+}).meta({ id: 'Invoice' });
+
+const taxRateSchema = z.object({
+  id: z.string(), object: z.literal('tax_rate'), livemode: z.boolean(), jurisdiction: z.string(), name: z.string(), percentage: z.string(), created_at: z.string(),
+}).meta({ id: 'TaxRate' });
+const clockSchema = z.object({
+  id: z.string(), object: z.literal('test_clock'), livemode: z.literal(false), name: z.string().nullable(), frozen_time: z.string(),
+  status: z.enum(['ready', 'advancing']), created_at: z.string(),
+}).meta({ id: 'TestClock' });
+const usageSchema = z.object({
+  id: z.string(), object: z.literal('usage_record'), livemode: z.boolean(), subscription_id: z.string(), metric_name: z.string(),
+  quantity: z.string(), timestamp: z.string(), invoice_id: z.string().nullable(), created_at: z.string(),
+}).meta({ id: 'UsageRecord' });
+
+const subscriptionBody = z.strictObject({
+  customer_id: id,
+  plan_id: id,
+  billing_cycle: z.enum(BILLING_CYCLES).optional().describe('Defaults to the plan\'s interval; usage_based bills only usage (monthly periods).'),
+  auto_collection: z.boolean().default(true).describe('Charge each invoice to payment_method; false issues it with a due date (days_until_due).'),
+  trial_period_days: z.number().int().min(0).max(730).default(0),
+  days_until_due: z.number().int().min(0).max(365).default(30).describe('Net terms for invoices without auto collection.'),
+  tax_jurisdiction: z.string().regex(/^[A-Z]{2}(-[A-Z0-9]{1,3})?$/, 'expected a country code or country-region such as DE or US-CA').optional(),
+  payment_method: z.strictObject({ type: z.literal('card'), card }).optional().describe('Tokenized with the gateway before anything else; only brand and last4 are kept.'),
+  test_clock: id.optional().describe('Sandbox only: run this subscription on a test clock.'),
+  metadata: metadata.optional(),
+});
+
+function ctxOf(deps: AppDeps, em: EntityManager): BillingContext {
+  return { em, temporal: deps.temporal, gateways: deps.paymentGateways, cyclesPerRun: deps.config.BILLING_CYCLES_PER_RUN };
+}
+function requestKey(req: Request): string | null {
+  const key = req.headers['idempotency-key'];
+  return typeof key === 'string' && key ? key : null;
+}
+
+const subscriptionParams = z.strictObject({ subscription_id: id });
+
+export const billingRoutes = [
+  route({
+    method: 'post', path: '/v3/plans', operationId: 'createPlan', tag: 'Billing', summary: 'Create a plan',
+    permission: 'billing:write', status: 201, body: planBody, response: planSchema,
+    async handler({ em, auth, body }) {
+      const plan = await createPlan(em(), auth, {
+        name: body.name, currency: body.currency, amount: body.amount, interval: body.interval,
+        usage: body.usage ? { metric_name: body.usage.metric_name, unit_amount: body.usage.unit_amount, tiers: body.usage.tiers ?? null } : null,
+        dunning: body.dunning ?? null, metadata: body.metadata ?? {},
+      });
+      return { body: plan, headers: { Location: `/v3/plans/${plan.id}` } };
+    },
+  }),
+  route({
+    method: 'get', path: '/v3/plans/{plan_id}', operationId: 'getPlan', tag: 'Billing', summary: 'Retrieve a plan',
+    permission: 'billing:read', status: 200, params: z.strictObject({ plan_id: id }), response: planSchema,
+    async handler({ em, params }) {
+      return { body: planView(await findPlan(em(), params.plan_id)) };
+    },
+  }),
+  route({
+    method: 'get', path: '/v3/plans', operationId: 'listPlans', tag: 'Billing', summary: 'List plans',
+    permission: 'billing:read', status: 200, query: z.strictObject({ ...listQuery }), response: listOf(planSchema),
+    async handler({ em, req, query }) {
+      const page = pageOf(query);
+      return listDocument(req, await listPlans(em(), idAfter(page), page.direction, page.limit), page);
+    },
+  }),
+  route({
+    method: 'post', path: '/v3/tax_rates', operationId: 'createTaxRate', tag: 'Billing',
+    summary: 'Create a tax rate for a jurisdiction (applied to every invoice line of subscriptions in it)',
+    permission: 'billing:write', status: 201,
+    body: z.strictObject({
+      jurisdiction: z.string().regex(/^[A-Z]{2}(-[A-Z0-9]{1,3})?$/, 'expected a country code or country-region such as DE or US-CA'),
+      name: z.string().trim().min(1).max(100),
+      percentage: decimal.refine((v) => Number(v) <= 100 && /^\d+(\.\d{1,4})?$/.test(v), 'a percentage from 0 to 100 with at most 4 decimals'),
+    }),
+    response: taxRateSchema,
+    async handler({ em, auth, body }) {
+      return { body: await createTaxRate(em(), auth, body) };
+    },
+  }),
+  route({
+    method: 'get', path: '/v3/tax_rates', operationId: 'listTaxRates', tag: 'Billing', summary: 'List tax rates',
+    permission: 'billing:read', status: 200,
+    query: z.strictObject({ ...listQuery, jurisdiction: z.string().max(10).optional() }), response: listOf(taxRateSchema),
+    async handler({ em, req, query }) {
+      const page = pageOf(query);
+      const where = { ...idAfter(page), ...(query.jurisdiction ? { jurisdiction: query.jurisdiction } : {}) };
+      return listDocument(req, await listTaxRates(em(), where, page.direction, page.limit), page);
+    },
+  }),
+  route({
+    method: 'post', path: '/v3/subscriptions', operationId: 'createSubscription', tag: 'Billing',
+    summary: 'Create a subscription (its workflow writes it; the answer comes once it is stored)',
+    permission: 'billing:write', status: 201, temporal: true, body: subscriptionBody, response: subscriptionSchema,
+    async handler({ deps, em, auth, body, requestId }) {
+      const sub = await createSubscription(ctxOf(deps, em()), auth, {
+        customerId: body.customer_id, planId: body.plan_id, billingCycle: body.billing_cycle ?? null, autoCollection: body.auto_collection,
+        trialPeriodDays: body.trial_period_days, daysUntilDue: body.days_until_due, taxJurisdiction: body.tax_jurisdiction ?? null,
+        testClockId: body.test_clock ?? null, card: (body.payment_method?.card as CardInput | undefined) ?? null, metadata: body.metadata ?? {}, requestId,
+      });
+      return { body: sub, headers: { Location: `/v3/subscriptions/${sub.id}` } };
+    },
+  }),
+  route({
+    method: 'get', path: '/v3/subscriptions/{subscription_id}', operationId: 'getSubscription', tag: 'Billing', summary: 'Retrieve a subscription',
+    permission: 'billing:read', status: 200, params: subscriptionParams, response: subscriptionSchema,
+    async handler({ em, params }) {
+      return { body: await getSubscription(em(), params.subscription_id) };
+    },
+  }),
+  route({
+    method: 'get', path: '/v3/subscriptions', operationId: 'listSubscriptions', tag: 'Billing', summary: 'List subscriptions',
+    permission: 'billing:read', status: 200,
+    query: z.strictObject({ ...listQuery, customer_id: csv(id).optional(), status: csv(z.enum(SUBSCRIPTION_STATUSES)).optional() }),
+    response: listOf(subscriptionSchema),
+    async handler({ em, req, query }) {
+      const page = pageOf(query);
+      const rows = await listSubscriptions(em(), query, { where: idAfter(page), direction: page.direction, limit: page.limit });
+      return listDocument(req, rows, page);
+    },
+  }),
+  route({
+    method: 'post', path: '/v3/subscriptions/{subscription_id}/pause', operationId: 'pauseSubscription', tag: 'Billing',
+    summary: 'Pause a subscription (no invoices until it resumes, by hand or at resumes_at)', permission: 'billing:write', status: 200, temporal: true,
+    params: subscriptionParams, body: z.strictObject({ resumes_at: timestamp.optional() }), response: subscriptionSchema,
+    async handler({ deps, em, params, body, requestId }) {
+      return { body: await pauseSubscription(ctxOf(deps, em()), params.subscription_id, body.resumes_at ?? null, requestId) };
+    },
+  }),
+  route({
+    method: 'post', path: '/v3/subscriptions/{subscription_id}/resume', operationId: 'resumeSubscription', tag: 'Billing',
+    summary: 'Resume a paused subscription (the paused time extends the current period)', permission: 'billing:write', status: 200, temporal: true,
+    params: subscriptionParams, body: z.strictObject({}), response: subscriptionSchema,
+    async handler({ deps, em, params, requestId }) {
+      return { body: await resumeSubscription(ctxOf(deps, em()), params.subscription_id, requestId) };
+    },
+  }),
+  route({
+    method: 'post', path: '/v3/subscriptions/{subscription_id}/cancel', operationId: 'cancelSubscription', tag: 'Billing',
+    summary: 'Cancel a subscription now or at the end of the current period', permission: 'billing:write', status: 200, temporal: true,
+    params: subscriptionParams, body: z.strictObject({ at_period_end: z.boolean().default(false) }), response: subscriptionSchema,
+    async handler({ deps, em, params, body, requestId }) {
+      return { body: await cancelSubscription(ctxOf(deps, em()), params.subscription_id, body.at_period_end, requestId) };
+    },
+  }),
+  route({
+    method: 'patch', path: '/v3/subscriptions/{subscription_id}', operationId: 'changeSubscriptionPlan', tag: 'Billing',
+    summary: 'Move a subscription to another plan (prorated on the next invoice by default)', permission: 'billing:write', status: 200, temporal: true,
+    params: subscriptionParams, body: z.strictObject({ plan_id: id, prorate: z.boolean().default(true) }), response: subscriptionSchema,
+    async handler({ deps, em, params, body, requestId }) {
+      return { body: await changeSubscriptionPlan(ctxOf(deps, em()), params.subscription_id, body.plan_id, body.prorate, requestId) };
+    },
+  }),
+  route({
+    method: 'get', path: '/v3/invoices/{invoice_id}', operationId: 'getInvoice', tag: 'Billing', summary: 'Retrieve an invoice',
+    permission: 'billing:read', status: 200, params: z.strictObject({ invoice_id: id }), response: invoiceSchema,
+    async handler({ em, params }) {
+      return { body: await getInvoice(em(), params.invoice_id) };
+    },
+  }),
+  route({
+    method: 'get', path: '/v3/invoices', operationId: 'listInvoices', tag: 'Billing', summary: 'List invoices',
+    permission: 'billing:read', status: 200,
+    query: z.strictObject({
+      ...listQuery, customer_id: csv(id).optional(), subscription_id: csv(id).optional(),
+      status: csv(z.enum(['open', 'paid', 'uncollectible', 'void'])).optional(),
+    }),
+    response: listOf(invoiceSchema),
+    async handler({ em, req, query }) {
+      const page = pageOf(query);
+      const rows = await listInvoices(em(), query, { where: idAfter(page), direction: page.direction, limit: page.limit });
+      return listDocument(req, rows, page);
+    },
+  }),
+  route({
+    method: 'post', path: '/v3/usage/records', operationId: 'createUsageRecord', tag: 'Billing',
+    summary: 'Record usage of a metered subscription (summed into the invoice of the period its timestamp falls in)',
+    permission: 'billing:write', status: 201,
+    body: z.strictObject({ subscription_id: id, metric_name: z.string().min(1).max(64), quantity: decimal, timestamp: timestamp.optional() }),
+    response: usageSchema,
+    async handler({ em, auth, body, req }) {
+      return {
+        body: await recordUsage(em(), auth, {
+          subscriptionId: body.subscription_id, metricName: body.metric_name, quantity: body.quantity, timestamp: body.timestamp ?? null,
+          requestIdempotencyKey: requestKey(req),
+        }),
+      };
+    },
+  }),
+  route({
+    method: 'post', path: '/v3/test_clocks', operationId: 'createTestClock', tag: 'Billing', summary: 'Create a test clock (sandbox only)',
+    permission: 'billing:write', status: 201,
+    body: z.strictObject({ frozen_time: timestamp, name: z.string().max(200).optional() }), response: clockSchema,
+    async handler({ em, auth, body }) {
+      const clock = await createTestClock(em(), auth, { frozenTime: body.frozen_time, name: body.name ?? null });
+      return { body: clock, headers: { Location: `/v3/test_clocks/${clock.id}` } };
+    },
+  }),
+  route({
+    method: 'get', path: '/v3/test_clocks/{clock_id}', operationId: 'getTestClock', tag: 'Billing', summary: 'Retrieve a test clock',
+    permission: 'billing:read', status: 200, params: z.strictObject({ clock_id: id }), response: clockSchema,
+    async handler({ em, params }) {
+      return { body: clockView(await findTestClock(em(), params.clock_id)) };
+    },
+  }),
+  route({
+    method: 'post', path: '/v3/test_clocks/{clock_id}/advance', operationId: 'advanceTestClock', tag: 'Billing',
+    summary: 'Advance a test clock; answers once every subscription on it has billed up to the new time (202 if that takes too long)',
+    permission: 'billing:write', status: 200, temporal: true,
+    params: z.strictObject({ clock_id: id }), body: z.strictObject({ frozen_time: timestamp }), response: clockSchema,
+    async handler({ deps, em, auth, params, body }) {
+      const clock = await advanceTestClock(ctxOf(deps, em()), auth, params.clock_id, body.frozen_time);
+      return { status: clock.status === 'ready' ? 200 : 202, body: clock };
+    },
+  }),
+];

@@ -1,0 +1,205 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import {
+  WithStartWorkflowOperation, WorkflowIdReusePolicy, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle,
+} from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { conflict, validationFailed, type ApiError, type FieldError } from '../../platform/errors.ts';
+import { newId } from '../../platform/ids.ts';
+import type { TemporalHandle } from '../../platform/temporal.ts';
+import {
+  INVALID_TRANSITION, advanceClockSignal, awaitSubscriptionRecordedUpdate, cancelSubscriptionUpdate, changePlanUpdate,
+  pauseSubscriptionUpdate, resumeSubscriptionUpdate, retryCollectionUpdate, subscriptionProgressQuery, subscriptionWorkflowId,
+  type BillingCycle, type SubscriptionProgress, type SubscriptionView, type SubscriptionWorkflowInput,
+} from '../../workflows/billing/shared.ts';
+import type { subscriptionWorkflow } from '../../workflows/billing/subscription.ts';
+import type { CardInput, CardOnFile } from '../payments/cards.ts';
+import type { PaymentGateways } from '../payments/gateways/index.ts';
+import { checkCustomers, chooseGateway, tokenize, type PaymentsContext } from '../payments/process.ts';
+import type { Scope } from '../scope.ts';
+import { BillingPlan, TestClock } from './entities.ts';
+import {
+  beginAdvance, findPlan, findSubscription, findTestClock, finishAdvance, planSnapshot, requireSandbox, subscriptionView,
+  type TestClockView,
+} from './service.ts';
+
+/**
+ * Subscriptions through their workflows: the API never writes a subscription row itself. Creation
+ * is update-with-start (the workflow's first activity writes the row; the API answers once it is
+ * there), every change is an update with a validator (a refused transition becomes 409).
+ */
+export interface BillingContext {
+  em: EntityManager;
+  temporal: TemporalHandle;
+  gateways: PaymentGateways;
+  /** Continue-as-new after this many cycles. */
+  cyclesPerRun: number;
+}
+
+export interface CreateSubscriptionInput {
+  customerId: string;
+  planId: string;
+  billingCycle: BillingCycle | null;
+  autoCollection: boolean;
+  trialPeriodDays: number;
+  daysUntilDue: number;
+  taxJurisdiction: string | null;
+  testClockId: string | null;
+  card: CardInput | null;
+  metadata: Record<string, string>;
+  requestId: string | null;
+}
+
+function searchAttributes(scope: Scope, subscriptionId: string, customerId: string): Record<string, string[]> {
+  return {
+    BpAccountId: [scope.accountId], BpMode: [scope.livemode ? 'live' : 'test'], BpCustomerId: [customerId], BpResourceId: [subscriptionId],
+  };
+}
+
+export async function createSubscription(ctx: BillingContext, scope: Scope, input: CreateSubscriptionInput): Promise<SubscriptionView> {
+  const errors: FieldError[] = await checkCustomers(ctx.em, [['customer_id', input.customerId]]);
+  const plan = await ctx.em.findOne(BillingPlan, { id: input.planId });
+  if (!plan) errors.push({ path: 'plan_id', message: `no plan with id '${input.planId}' exists in this account and mode` });
+  const cycle: BillingCycle = input.billingCycle ?? plan?.interval ?? 'monthly';
+  if (plan) {
+    if (cycle === 'usage_based' && !plan.usage) errors.push({ path: 'billing_cycle', message: `usage_based needs a plan with usage pricing; plan ${plan.id} has none` });
+    if (cycle !== 'usage_based' && cycle !== plan.interval) {
+      errors.push({ path: 'billing_cycle', message: `plan ${plan.id} is priced ${plan.interval}; use billing_cycle "${plan.interval}" (or "usage_based" for a usage-priced plan)` });
+    }
+  }
+  if (input.autoCollection && !input.card) errors.push({ path: 'payment_method', message: 'auto_collection needs a payment_method (a card) to charge' });
+  let startAt = Date.now();
+  if (input.testClockId) {
+    requireSandbox(scope);
+    const clock = await ctx.em.findOne(TestClock, { id: input.testClockId });
+    if (!clock) errors.push({ path: 'test_clock', message: `no test clock with id '${input.testClockId}' exists in this account` });
+    else startAt = clock.frozenTime.getTime();
+  }
+  if (errors.length) throw validationFailed(errors);
+
+  let card: CardOnFile | null = null;
+  let gateway: SubscriptionWorkflowInput['gateway'] = null;
+  if (input.card) {
+    const payments: PaymentsContext = { em: ctx.em, temporal: ctx.temporal, gateways: ctx.gateways, waitMs: 0 };
+    gateway = await chooseGateway(payments, scope);
+    card = await tokenize(payments, gateway, input.card);
+  }
+  const subscriptionId = newId('subscription');
+  const workflowInput: SubscriptionWorkflowInput = {
+    subscriptionId, accountId: scope.accountId, livemode: scope.livemode, customerId: input.customerId, plan: planSnapshot(plan!),
+    billingCycle: cycle, autoCollection: input.autoCollection, daysUntilDue: input.daysUntilDue, trialPeriodDays: input.trialPeriodDays,
+    taxJurisdiction: input.taxJurisdiction, card, gateway, testClockId: input.testClockId, startAt, metadata: input.metadata,
+    paymentsTaskQueue: ctx.temporal.taskQueue('payments'), cyclesPerRun: ctx.cyclesPerRun, requestId: input.requestId,
+  };
+  const start = new WithStartWorkflowOperation<typeof subscriptionWorkflow>('subscriptionWorkflow', {
+    workflowId: subscriptionWorkflowId(subscriptionId),
+    taskQueue: ctx.temporal.taskQueue('billing'),
+    args: [workflowInput],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    searchAttributes: searchAttributes(scope, subscriptionId, input.customerId),
+  });
+  return ctx.temporal.client.workflow.executeUpdateWithStart(awaitSubscriptionRecordedUpdate, { args: [], startWorkflowOperation: start });
+}
+
+function invalidTransition(status: string, detail: string): ApiError {
+  return conflict('invalid_state_transition', detail,
+    'Check the subscription\'s current status (GET /v3/subscriptions/{id}) and send an action that status allows.', { current_status: status });
+}
+
+/** Sends an update to the subscription's workflow; a refusal by its validator becomes 409. */
+async function update<T>(ctx: BillingContext, id: string, send: (h: WorkflowHandle<typeof subscriptionWorkflow>) => Promise<T>): Promise<T> {
+  const sub = await findSubscription(ctx.em, id);
+  if (sub.status === 'canceled') throw invalidTransition('canceled', `Subscription ${id} is canceled; it cannot change any more.`);
+  const handle = ctx.temporal.client.workflow.getHandle<typeof subscriptionWorkflow>(sub.workflowId);
+  try {
+    return await send(handle);
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === INVALID_TRANSITION) {
+      const status = (err.cause.details?.[0] as { status?: string } | undefined)?.status ?? sub.status;
+      throw invalidTransition(status, `${err.cause.message} (current status: ${status})`);
+    }
+    if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
+      throw validationFailed([{ path: '(body)', message: err.cause.message }]);
+    }
+    if (err instanceof WorkflowNotFoundError) {
+      const fresh = await findSubscription(ctx.em.fork(), id);
+      throw invalidTransition(fresh.status, `Subscription ${id} is ${fresh.status}; it cannot change any more.`);
+    }
+    throw err;
+  }
+}
+
+export function pauseSubscription(ctx: BillingContext, id: string, resumesAt: Date | null, requestId: string | null): Promise<SubscriptionView> {
+  return update(ctx, id, (h) => h.executeUpdate(pauseSubscriptionUpdate, { args: [{ resumesAt: resumesAt?.getTime() ?? null, requestId }] }));
+}
+export function resumeSubscription(ctx: BillingContext, id: string, requestId: string | null): Promise<SubscriptionView> {
+  return update(ctx, id, (h) => h.executeUpdate(resumeSubscriptionUpdate, { args: [{ requestId }] }));
+}
+export function cancelSubscription(ctx: BillingContext, id: string, atPeriodEnd: boolean, requestId: string | null): Promise<SubscriptionView> {
+  return update(ctx, id, (h) => h.executeUpdate(cancelSubscriptionUpdate, { args: [{ atPeriodEnd, requestId }] }));
+}
+export async function changeSubscriptionPlan(ctx: BillingContext, id: string, planId: string, prorate: boolean, requestId: string | null): Promise<SubscriptionView> {
+  const sub = await findSubscription(ctx.em, id);
+  const plan = await ctx.em.findOne(BillingPlan, { id: planId });
+  if (!plan) throw validationFailed([{ path: 'plan_id', message: `no plan with id '${planId}' exists in this account and mode` }]);
+  const current = await findPlan(ctx.em, sub.planId);
+  const errors: FieldError[] = [];
+  if (plan.currency !== current.currency) errors.push({ path: 'plan_id', message: `plan ${plan.id} is in ${plan.currency}; the subscription bills in ${current.currency}` });
+  if (sub.billingCycle !== 'usage_based' && plan.interval !== sub.billingCycle) errors.push({ path: 'plan_id', message: `plan ${plan.id} is priced ${plan.interval}; the subscription bills ${sub.billingCycle}` });
+  if (sub.billingCycle === 'usage_based' && !plan.usage) errors.push({ path: 'plan_id', message: `plan ${plan.id} has no usage pricing` });
+  if (errors.length) throw validationFailed(errors);
+  return update(ctx, id, (h) => h.executeUpdate(changePlanUpdate, { args: [{ plan: planSnapshot(plan), prorate, requestId }] }));
+}
+export function retryCollection(ctx: BillingContext, id: string): Promise<{ retried: boolean; status: string }> {
+  return update(ctx, id, (h) => h.executeUpdate(retryCollectionUpdate, { args: [] }));
+}
+
+/** The workflow's own view of a subscription (admin): status, state, and whether a collection runs. */
+export async function describeSubscriptionWorkflow(ctx: BillingContext, id: string) {
+  const sub = await findSubscription(ctx.em, id);
+  const handle = ctx.temporal.client.workflow.getHandle(sub.workflowId);
+  const description = await handle.describe();
+  const progress: SubscriptionProgress = await handle.query(subscriptionProgressQuery);
+  return {
+    subscription: subscriptionView(sub),
+    workflow: {
+      workflow_id: description.workflowId, run_id: description.runId, status: description.status.name, task_queue: description.taskQueue,
+      history_length: description.historyLength, started_at: description.startTime.toISOString(),
+    },
+    state: progress.state,
+    collecting: progress.collecting,
+  };
+}
+
+/**
+ * Moves a test clock forward: every subscription on it is signalled with the new time, and the
+ * call returns once each has processed everything due up to it (polling its progress query),
+ * or after `maxWaitMs` with the clock still `advancing`.
+ */
+export async function advanceTestClock(ctx: BillingContext, scope: Scope, id: string, to: Date, maxWaitMs = 55_000): Promise<TestClockView> {
+  requireSandbox(scope);
+  await findTestClock(ctx.em, id);
+  const { clock, subscriptions } = await beginAdvance(ctx.em.fork(), id, to);
+  const target = to.getTime();
+  const deadline = Date.now() + maxWaitMs;
+  let complete = true;
+  await Promise.all(subscriptions.map(async (subId) => {
+    const handle = ctx.temporal.client.workflow.getHandle(subscriptionWorkflowId(subId));
+    try {
+      await handle.signal(advanceClockSignal, { now: target });
+      for (;;) {
+        const p = await handle.query(subscriptionProgressQuery);
+        if (p.caughtUpTo >= target) return;
+        if (Date.now() > deadline) {
+          complete = false;
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return; // finished (canceled) between the read and the signal
+      throw err;
+    }
+  }));
+  return complete ? finishAdvance(ctx.em.fork(), id) : clock;
+}

@@ -1,0 +1,286 @@
+/**
+ * What crosses the layers for billing: workflow ids, message definitions, input and state types,
+ * and the pure period / proration arithmetic the workflow and the services share. Pure: no Node,
+ * ORM or activity imports, since the workflow imports it.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { CardOnFile } from '../../domain/payments/cards.ts';
+import type { GatewayName } from '../../domain/payments/gateways/types.ts';
+
+export const BILLING_QUEUE_AREA = 'billing';
+
+export function subscriptionWorkflowId(subscriptionId: string): string {
+  return `subscription-${subscriptionId}`;
+}
+export function subscriptionIdFromWorkflowId(workflowId: string): string | null {
+  return workflowId.startsWith('subscription-') ? workflowId.slice('subscription-'.length) : null;
+}
+
+export const INTERVALS = ['monthly', 'quarterly', 'yearly'] as const;
+export type Interval = (typeof INTERVALS)[number];
+export const BILLING_CYCLES = ['monthly', 'quarterly', 'yearly', 'usage_based'] as const;
+export type BillingCycle = (typeof BILLING_CYCLES)[number];
+export const SUBSCRIPTION_STATUSES = ['trialing', 'active', 'paused', 'past_due', 'unpaid', 'canceled'] as const;
+export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
+
+export interface UsageTier {
+  /** Inclusive upper bound of the tier in units; null for the last tier. */
+  up_to: number | null;
+  /** Minor units per unit (may carry up to 6 decimals; each line is rounded half-even). */
+  unit_amount: string;
+}
+export interface UsagePricing {
+  metric_name: string;
+  unit_amount: string;
+  tiers: UsageTier[] | null;
+}
+export interface DunningPolicy {
+  /** Days after the failed attempt (then after each further failure) when collection is retried. */
+  retry_schedule_days: number[];
+  /** What happens after the last retry fails. */
+  final_action: 'cancel' | 'unpaid';
+}
+export const DEFAULT_DUNNING: DunningPolicy = { retry_schedule_days: [3, 5, 7], final_action: 'cancel' };
+
+/** What the workflow needs of a plan (a snapshot: later edits of the plan do not reach running periods). */
+export interface PlanSnapshot {
+  id: string;
+  name: string;
+  currency: string;
+  amount: number;
+  interval: Interval;
+  usage: UsagePricing | null;
+  dunning: DunningPolicy;
+}
+
+export interface SubscriptionWorkflowInput {
+  subscriptionId: string;
+  accountId: string;
+  livemode: boolean;
+  customerId: string;
+  plan: PlanSnapshot;
+  billingCycle: BillingCycle;
+  autoCollection: boolean;
+  daysUntilDue: number;
+  trialPeriodDays: number;
+  taxJurisdiction: string | null;
+  /** The card for auto collection, tokenized before the workflow started (never the number). */
+  card: CardOnFile | null;
+  gateway: GatewayName | null;
+  testClockId: string | null;
+  /** Creation time (ms): the test clock's frozen time, or the request's time. */
+  startAt: number;
+  metadata: Record<string, string>;
+  /** The payments area's task queue (collections run the payment workflow there as a child). */
+  paymentsTaskQueue: string;
+  /** Continue-as-new after this many billing cycles in one run. */
+  cyclesPerRun: number;
+  requestId: string | null;
+  /** Set when the workflow continues as new: everything it had. */
+  state?: SubscriptionState;
+}
+
+export interface ProrationItem {
+  description: string;
+  amount: number;
+  period_start: number;
+  period_end: number;
+}
+
+export interface SubscriptionState {
+  status: SubscriptionStatus;
+  /** The status to return to on resume. */
+  statusBeforePause: SubscriptionStatus | null;
+  plan: PlanSnapshot;
+  /** Billing anchor (ms): period k ends at anchor + k intervals (calendar months, day clamped). */
+  anchor: number;
+  /** Index of the current period since the anchor (period k is [end(k-1), end(k))). */
+  periodIndex: number;
+  periodStart: number;
+  periodEnd: number;
+  trialEnd: number | null;
+  cancelAtPeriodEnd: boolean;
+  canceledAt: number | null;
+  pausedAt: number | null;
+  resumesAt: number | null;
+  /** Open invoices that failed collection, retried on the dunning schedule. */
+  dunning: { invoiceIds: string[]; retry: number; nextRetryAt: number } | null;
+  pendingProrations: ProrationItem[];
+  /** For test clocks: the clock's time as last signalled. */
+  clockNow: number;
+  /** Monotonic write version of the subscription row. */
+  version: number;
+  cyclesTotal: number;
+  runs: number;
+}
+
+export interface SubscriptionView {
+  id: string;
+  object: 'subscription';
+  livemode: boolean;
+  customer_id: string;
+  plan_id: string;
+  billing_cycle: BillingCycle;
+  status: SubscriptionStatus;
+  auto_collection: boolean;
+  days_until_due: number;
+  trial_end: string | null;
+  current_period_start: string;
+  current_period_end: string;
+  next_invoice_date: string | null;
+  cancel_at_period_end: boolean;
+  canceled_at: string | null;
+  paused_at: string | null;
+  resumes_at: string | null;
+  tax_jurisdiction: string | null;
+  test_clock: string | null;
+  payment_method: { type: 'card'; card: { brand: string; last4: string; exp_month: number; exp_year: number } } | null;
+  workflow_id: string;
+  metadata: Record<string, string>;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface InvoiceLineItem {
+  type: 'subscription' | 'usage' | 'proration';
+  description: string;
+  quantity: string;
+  unit_amount: string | null;
+  amount: number;
+  period: { start: string; end: string };
+  tax_amounts: { tax_rate_id: string; amount: number }[];
+}
+
+export interface InvoiceView {
+  id: string;
+  object: 'invoice';
+  livemode: boolean;
+  customer_id: string;
+  subscription_id: string;
+  status: 'open' | 'paid' | 'uncollectible' | 'void';
+  currency: string;
+  subtotal: number;
+  tax: number;
+  amount: number;
+  amount_due: number;
+  amount_paid: number;
+  due_date: string;
+  period_start: string;
+  period_end: string;
+  line_items: InvoiceLineItem[];
+  taxes: { tax_rate_id: string; name: string; jurisdiction: string; percentage: string; taxable_amount: number; amount: number }[];
+  payment_method: string | null;
+  auto_collection: boolean;
+  attempt_count: number;
+  last_payment_id: string | null;
+  paid_at: string | null;
+  created_at: string;
+}
+
+/** The row as the workflow sees it; the activity writes it (with an event) only if `version` is newer. */
+export interface SubscriptionSnapshot {
+  subscriptionId: string;
+  accountId: string;
+  livemode: boolean;
+  customerId: string;
+  planId: string;
+  billingCycle: BillingCycle;
+  autoCollection: boolean;
+  daysUntilDue: number;
+  taxJurisdiction: string | null;
+  testClockId: string | null;
+  card: CardOnFile | null;
+  metadata: Record<string, string>;
+  status: SubscriptionStatus;
+  trialEnd: number | null;
+  periodStart: number;
+  periodEnd: number;
+  nextInvoiceAt: number | null;
+  cancelAtPeriodEnd: boolean;
+  canceledAt: number | null;
+  pausedAt: number | null;
+  resumesAt: number | null;
+  version: number;
+  createdAt: number;
+  /** Timestamp of the change (the clock's time for test-clock subscriptions). */
+  at: number;
+  event: 'subscription.created' | 'subscription.paused' | 'subscription.resumed' | 'subscription.canceled' | null;
+  requestId: string | null;
+}
+
+export type TransitionResult = SubscriptionView;
+
+/** Answers once the subscription row is written (sent with the workflow start). */
+export const awaitSubscriptionRecordedUpdate = defineUpdate<SubscriptionView, []>('awaitSubscriptionRecorded');
+export const pauseSubscriptionUpdate = defineUpdate<SubscriptionView, [{ resumesAt: number | null; requestId: string | null }]>('pauseSubscription');
+export const resumeSubscriptionUpdate = defineUpdate<SubscriptionView, [{ requestId: string | null }]>('resumeSubscription');
+export const cancelSubscriptionUpdate = defineUpdate<SubscriptionView, [{ atPeriodEnd: boolean; requestId: string | null }]>('cancelSubscription');
+export const changePlanUpdate = defineUpdate<SubscriptionView, [{ plan: PlanSnapshot; prorate: boolean; requestId: string | null }]>('changePlan');
+/** Admin: retry a failed collection now instead of on the dunning schedule. */
+export const retryCollectionUpdate = defineUpdate<{ retried: boolean; status: SubscriptionStatus }, []>('retryCollection');
+/** The test clock moved: the workflow processes everything due up to `now`. */
+export const advanceClockSignal = defineSignal<[{ now: number }]>('advanceClock');
+export interface SubscriptionProgress {
+  status: SubscriptionStatus;
+  /** Everything due at or before this time (ms) has been processed. */
+  caughtUpTo: number;
+  state: SubscriptionState;
+  collecting: boolean;
+}
+export const subscriptionProgressQuery = defineQuery<SubscriptionProgress>('subscriptionProgress');
+
+/** Application failure type for a refused transition (the API maps it to 409). */
+export const INVALID_TRANSITION = 'InvalidStateTransition';
+
+/** Which transitions each update accepts, from each status. */
+export const TRANSITIONS = {
+  pause: ['trialing', 'active', 'past_due'],
+  resume: ['paused'],
+  cancel: ['trialing', 'active', 'paused', 'past_due', 'unpaid'],
+  changePlan: ['trialing', 'active', 'past_due'],
+} as const satisfies Record<string, readonly SubscriptionStatus[]>;
+
+// ---- Pure arithmetic ----------------------------------------------------------------------
+
+export const DAY_MS = 86_400_000;
+
+export function monthsOf(cycle: BillingCycle | Interval): number {
+  return cycle === 'quarterly' ? 3 : cycle === 'yearly' ? 12 : 1;
+}
+
+/** `anchor` plus `months` calendar months (UTC), the day clamped to the target month's length. */
+export function addMonths(anchor: number, months: number): number {
+  const d = new Date(anchor);
+  const y = d.getUTCFullYear();
+  const m = d.getUTCMonth() + months;
+  const targetY = y + Math.floor(m / 12);
+  const targetM = ((m % 12) + 12) % 12;
+  const lastDay = new Date(Date.UTC(targetY, targetM + 1, 0)).getUTCDate();
+  return Date.UTC(targetY, targetM, Math.min(d.getUTCDate(), lastDay), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds());
+}
+
+/** End of period `index` (1-based) counted from the anchor. */
+export function periodEndAt(anchor: number, cycle: BillingCycle, index: number): number {
+  return addMonths(anchor, monthsOf(cycle) * index);
+}
+
+/** round(numerator / denominator) half-even, on bigints (no binary floats for money). */
+export function divHalfEven(numerator: bigint, denominator: bigint): bigint {
+  const negative = (numerator < 0n) !== (denominator < 0n);
+  const n = numerator < 0n ? -numerator : numerator;
+  const d = denominator < 0n ? -denominator : denominator;
+  let q = n / d;
+  const twice = (n % d) * 2n;
+  if (twice > d || (twice === d && q % 2n === 1n)) q += 1n;
+  return negative ? -q : q;
+}
+
+/** The share of `amount` for the `remainingMs` of a period of `totalMs`, rounded half-even. */
+export function prorate(amount: number, remainingMs: number, totalMs: number): number {
+  if (totalMs <= 0) return 0;
+  return Number(divHalfEven(BigInt(amount) * BigInt(Math.max(0, Math.min(remainingMs, totalMs))), BigInt(totalMs)));
+}
+
+export function isoDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
