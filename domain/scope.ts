@@ -1,5 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
-import type { MikroORM } from '@mikro-orm/postgresql';
+import type { EntityManager, EntityName, MikroORM } from '@mikro-orm/postgresql';
 
 /**
  * Every business record belongs to one account and one mode (live or test). The `scope` filter,
@@ -34,4 +33,20 @@ export function scopedEm(orm: MikroORM, scope: Scope): EntityManager {
 /** Columns every scoped record carries, for `em.create`. */
 export function scopeColumns(scope: Scope): { accountId: string; livemode: boolean } {
   return { accountId: scope.accountId, livemode: scope.livemode };
+}
+
+/**
+ * One record by id within the EntityManager's scope, for hot reads: a single query-builder SELECT
+ * mapped to an entity, skipping `findOne`'s generic criteria processing (about half its cost).
+ * The scope comes from the EntityManager's filter parameters, as for every other scoped query.
+ */
+export async function findScopedById<T extends object>(em: EntityManager, entity: EntityName<T>, id: string): Promise<T | null> {
+  const scope = em.getFilterParams<Scope>(SCOPE_FILTER);
+  if (!scope) throw new Error('findScopedById needs an EntityManager from scopedEm()');
+  const row = await em.createQueryBuilder(entity)
+    .select('*')
+    .where({ id, accountId: scope.accountId, livemode: scope.livemode } as never)
+    .limit(1)
+    .execute('get', false);
+  return row ? em.map(entity, row as never) : null;
 }
