@@ -3,6 +3,7 @@ import { ACCOUNT_TIERS, KEY_TYPES } from '../../domain/accounts/entities.ts';
 import {
   createAccount, createKey, defaultAccount, keyUsage, listAccounts, listKeys, revokeKey, setAccountTier,
 } from '../../domain/accounts/service.ts';
+import { billingAdminRouter } from './billing.ts';
 import { paymentsAdminRouter } from './payments.ts';
 import { adminProcedure, router } from './trpc.ts';
 
@@ -50,6 +51,7 @@ export const adminRouter = router({
   accounts: accountsRouter,
   keys: keysRouter,
   payments: paymentsAdminRouter,
+  billing: billingAdminRouter,
 });
 
 export type AdminRouter = typeof adminRouter;

@@ -7,7 +7,7 @@ import {
   listSubscriptions, listTaxRates, planView, recordUsage,
 } from '../../domain/billing/service.ts';
 import {
-  advanceTestClock, cancelSubscription, changeSubscriptionPlan, createSubscription, pauseSubscription, resumeSubscription,
+  advanceTestClock, cancelSubscription, changeSubscriptionPlan, createSubscription, pauseSubscription, resumeSubscription, updatePaymentMethod,
   type BillingContext,
 } from '../../domain/billing/subscriptions.ts';
 import { SUPPORTED_CURRENCIES, isSupportedCurrency } from '../../domain/money.ts';
@@ -237,10 +237,18 @@ export const billingRoutes = [
   }),
   route({
     method: 'patch', path: '/v3/subscriptions/{subscription_id}', operationId: 'changeSubscriptionPlan', tag: 'Billing',
-    summary: 'Move a subscription to another plan (prorated on the next invoice by default)', permission: 'billing:write', status: 200, temporal: true,
-    params: subscriptionParams, body: z.strictObject({ plan_id: id, prorate: z.boolean().default(true) }), response: subscriptionSchema,
-    async handler({ deps, em, params, body, requestId }) {
-      return { body: await changeSubscriptionPlan(ctxOf(deps, em()), params.subscription_id, body.plan_id, body.prorate, requestId) };
+    summary: 'Change a subscription: another plan (prorated on the next invoice by default) and/or a new card for collections',
+    permission: 'billing:write', status: 200, temporal: true, params: subscriptionParams,
+    body: z.strictObject({
+      plan_id: id.optional(), prorate: z.boolean().default(true),
+      payment_method: z.strictObject({ type: z.literal('card'), card }).optional().describe('Replaces the card; the next collection attempt (e.g. a dunning retry) uses it.'),
+    }).refine((b) => b.plan_id || b.payment_method, { path: ['plan_id'], message: 'send plan_id, payment_method, or both' }),
+    response: subscriptionSchema,
+    async handler({ deps, em, auth, params, body, requestId }) {
+      const ctx = ctxOf(deps, em());
+      let view = body.payment_method ? await updatePaymentMethod(ctx, auth, params.subscription_id, body.payment_method.card as CardInput, requestId) : null;
+      if (body.plan_id) view = await changeSubscriptionPlan(ctx, params.subscription_id, body.plan_id, body.prorate, requestId);
+      return { body: view };
     },
   }),
   route({

@@ -191,7 +191,8 @@ export async function saveSubscription(em: EntityManager, snap: SubscriptionSnap
          current_period_start = excluded.current_period_start, current_period_end = excluded.current_period_end,
          next_invoice_date = excluded.next_invoice_date, cancel_at_period_end = excluded.cancel_at_period_end,
          canceled_at = excluded.canceled_at, paused_at = excluded.paused_at, resumes_at = excluded.resumes_at,
-         version = excluded.version, updated_at = excluded.updated_at
+         card_brand = excluded.card_brand, card_last4 = excluded.card_last4, card_exp_month = excluded.card_exp_month,
+         card_exp_year = excluded.card_exp_year, card_token = excluded.card_token, version = excluded.version, updated_at = excluded.updated_at
        where subscriptions.version < excluded.version
        returning id`,
       [snap.subscriptionId, snap.accountId, snap.livemode, snap.customerId, snap.planId, snap.billingCycle, snap.status, snap.autoCollection,

@@ -8,7 +8,7 @@ import { newId } from '../../platform/ids.ts';
 import type { TemporalHandle } from '../../platform/temporal.ts';
 import {
   INVALID_TRANSITION, advanceClockSignal, awaitSubscriptionRecordedUpdate, cancelSubscriptionUpdate, changePlanUpdate,
-  pauseSubscriptionUpdate, resumeSubscriptionUpdate, retryCollectionUpdate, subscriptionProgressQuery, subscriptionWorkflowId,
+  pauseSubscriptionUpdate, resumeSubscriptionUpdate, retryCollectionUpdate, updatePaymentMethodUpdate, subscriptionProgressQuery, subscriptionWorkflowId,
   type BillingCycle, type SubscriptionProgress, type SubscriptionView, type SubscriptionWorkflowInput,
 } from '../../workflows/billing/shared.ts';
 import type { subscriptionWorkflow } from '../../workflows/billing/subscription.ts';
@@ -34,6 +34,9 @@ export interface BillingContext {
   /** Continue-as-new after this many cycles. */
   cyclesPerRun: number;
 }
+
+/** What talking to an existing subscription's workflow needs (the admin API has no gateways). */
+export type WorkflowContext = Pick<BillingContext, 'em' | 'temporal'>;
 
 export interface CreateSubscriptionInput {
   customerId: string;
@@ -107,7 +110,7 @@ function invalidTransition(status: string, detail: string): ApiError {
 }
 
 /** Sends an update to the subscription's workflow; a refusal by its validator becomes 409. */
-async function update<T>(ctx: BillingContext, id: string, send: (h: WorkflowHandle<typeof subscriptionWorkflow>) => Promise<T>): Promise<T> {
+async function update<T>(ctx: WorkflowContext, id: string, send: (h: WorkflowHandle<typeof subscriptionWorkflow>) => Promise<T>): Promise<T> {
   const sub = await findSubscription(ctx.em, id);
   if (sub.status === 'canceled') throw invalidTransition('canceled', `Subscription ${id} is canceled; it cannot change any more.`);
   const handle = ctx.temporal.client.workflow.getHandle<typeof subscriptionWorkflow>(sub.workflowId);
@@ -150,12 +153,21 @@ export async function changeSubscriptionPlan(ctx: BillingContext, id: string, pl
   if (errors.length) throw validationFailed(errors);
   return update(ctx, id, (h) => h.executeUpdate(changePlanUpdate, { args: [{ plan: planSnapshot(plan), prorate, requestId }] }));
 }
-export function retryCollection(ctx: BillingContext, id: string): Promise<{ retried: boolean; status: string }> {
+/** Replaces the card collections charge: tokenized here, only the token reaches the workflow. */
+export async function updatePaymentMethod(ctx: BillingContext, scope: Scope, id: string, card: CardInput, requestId: string | null): Promise<SubscriptionView> {
+  await findSubscription(ctx.em, id);
+  const payments: PaymentsContext = { em: ctx.em, temporal: ctx.temporal, gateways: ctx.gateways, waitMs: 0 };
+  const gateway = await chooseGateway(payments, scope);
+  const onFile = await tokenize(payments, gateway, card);
+  return update(ctx, id, (h) => h.executeUpdate(updatePaymentMethodUpdate, { args: [{ card: onFile, gateway, requestId }] }));
+}
+
+export function retryCollection(ctx: WorkflowContext, id: string): Promise<{ retried: boolean; status: string }> {
   return update(ctx, id, (h) => h.executeUpdate(retryCollectionUpdate, { args: [] }));
 }
 
 /** The workflow's own view of a subscription (admin): status, state, and whether a collection runs. */
-export async function describeSubscriptionWorkflow(ctx: BillingContext, id: string) {
+export async function describeSubscriptionWorkflow(ctx: WorkflowContext, id: string) {
   const sub = await findSubscription(ctx.em, id);
   const handle = ctx.temporal.client.workflow.getHandle(sub.workflowId);
   const description = await handle.describe();
@@ -166,7 +178,8 @@ export async function describeSubscriptionWorkflow(ctx: BillingContext, id: stri
       workflow_id: description.workflowId, run_id: description.runId, status: description.status.name, task_queue: description.taskQueue,
       history_length: description.historyLength, started_at: description.startTime.toISOString(),
     },
-    state: progress.state,
+    // The gateway token stays out of admin output; brand and last4 are enough to recognise the card.
+    state: { ...progress.state, card: progress.state.card ? { brand: progress.state.card.brand, last4: progress.state.card.last4 } : null },
     collecting: progress.collecting,
   };
 }

@@ -106,6 +106,9 @@ export interface SubscriptionState {
   /** Open invoices that failed collection, retried on the dunning schedule. */
   dunning: { invoiceIds: string[]; retry: number; nextRetryAt: number } | null;
   pendingProrations: ProrationItem[];
+  /** The card collections charge (replaceable while the subscription runs, e.g. during dunning). */
+  card: CardOnFile | null;
+  gateway: GatewayName | null;
   /** For test clocks: the clock's time as last signalled. */
   clockNow: number;
   /** Monotonic write version of the subscription row. */
@@ -216,6 +219,8 @@ export const pauseSubscriptionUpdate = defineUpdate<SubscriptionView, [{ resumes
 export const resumeSubscriptionUpdate = defineUpdate<SubscriptionView, [{ requestId: string | null }]>('resumeSubscription');
 export const cancelSubscriptionUpdate = defineUpdate<SubscriptionView, [{ atPeriodEnd: boolean; requestId: string | null }]>('cancelSubscription');
 export const changePlanUpdate = defineUpdate<SubscriptionView, [{ plan: PlanSnapshot; prorate: boolean; requestId: string | null }]>('changePlan');
+/** A new card for collections (tokenized by the API first); the next attempt uses it. */
+export const updatePaymentMethodUpdate = defineUpdate<SubscriptionView, [{ card: CardOnFile; gateway: GatewayName; requestId: string | null }]>('updatePaymentMethod');
 /** Admin: retry a failed collection now instead of on the dunning schedule. */
 export const retryCollectionUpdate = defineUpdate<{ retried: boolean; status: SubscriptionStatus }, []>('retryCollection');
 /** The test clock moved: the workflow processes everything due up to `now`. */
@@ -238,6 +243,7 @@ export const TRANSITIONS = {
   resume: ['paused'],
   cancel: ['trialing', 'active', 'paused', 'past_due', 'unpaid'],
   changePlan: ['trialing', 'active', 'past_due'],
+  updatePaymentMethod: ['trialing', 'active', 'paused', 'past_due'],
 } as const satisfies Record<string, readonly SubscriptionStatus[]>;
 
 // ---- Pure arithmetic ----------------------------------------------------------------------

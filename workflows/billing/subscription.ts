@@ -6,7 +6,7 @@ import type { paymentWorkflow } from '../payments/payment.ts';
 import { paymentWorkflowId, type PaymentView } from '../payments/shared.ts';
 import {
   DAY_MS, INVALID_TRANSITION, TRANSITIONS, advanceClockSignal, awaitSubscriptionRecordedUpdate, cancelSubscriptionUpdate,
-  changePlanUpdate, pauseSubscriptionUpdate, periodEndAt, prorate, resumeSubscriptionUpdate, retryCollectionUpdate,
+  changePlanUpdate, pauseSubscriptionUpdate, periodEndAt, prorate, resumeSubscriptionUpdate, retryCollectionUpdate, updatePaymentMethodUpdate,
   subscriptionProgressQuery, type SubscriptionSnapshot, type SubscriptionState, type SubscriptionStatus, type SubscriptionView,
   type SubscriptionWorkflowInput,
 } from './shared.ts';
@@ -35,6 +35,8 @@ function initialState(input: SubscriptionWorkflowInput): SubscriptionState {
     resumesAt: null,
     dunning: null,
     pendingProrations: [],
+    card: input.card,
+    gateway: input.gateway,
     clockNow: start,
     version: 0,
     cyclesTotal: 0,
@@ -68,12 +70,13 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   let collecting = false;
   let caughtUpTo = 0;
   let cyclesThisRun = 0;
+  let retriesDone = 0;
   let writes: Promise<unknown> = Promise.resolve();
 
   const snapshot = (event: SubscriptionSnapshot['event'], at: number): SubscriptionSnapshot => ({
     subscriptionId: input.subscriptionId, accountId: input.accountId, livemode: input.livemode, customerId: input.customerId,
     planId: s.plan.id, billingCycle: input.billingCycle, autoCollection: input.autoCollection, daysUntilDue: input.daysUntilDue,
-    taxJurisdiction: input.taxJurisdiction, testClockId: input.testClockId, card: input.card, metadata: input.metadata,
+    taxJurisdiction: input.taxJurisdiction, testClockId: input.testClockId, card: s.card, metadata: input.metadata,
     status: s.status, trialEnd: s.trialEnd, periodStart: s.periodStart, periodEnd: s.periodEnd,
     nextInvoiceAt: s.status === 'canceled' || s.status === 'paused' || s.status === 'unpaid' ? null : s.periodEnd,
     cancelAtPeriodEnd: s.cancelAtPeriodEnd, canceledAt: s.canceledAt, pausedAt: s.pausedAt, resumesAt: s.resumesAt,
@@ -179,11 +182,21 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     },
   });
 
+  setHandler(updatePaymentMethodUpdate, async ({ card, gateway }) => {
+    s.card = card;
+    s.gateway = gateway;
+    return save(null);
+  }, {
+    validator: (_req) => {
+      if (!(TRANSITIONS.updatePaymentMethod as readonly string[]).includes(s.status)) throw invalidTransition(s.status, 'given a new payment method');
+    },
+  });
+
   setHandler(retryCollectionUpdate, async () => {
-    const before = s.dunning!.retry;
+    const before = retriesDone;
     s.dunning!.nextRetryAt = now();
     dirty = true;
-    await condition(() => s.dunning === null || s.dunning.retry > before || s.status === 'canceled');
+    await condition(() => retriesDone > before || s.status === 'canceled');
     return { retried: true, status: s.status };
   }, {
     validator: () => {
@@ -198,7 +211,9 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     try {
       const plan = await db.prepareCollection({ accountId: input.accountId, livemode: input.livemode, invoiceId });
       if (plan.alreadyPaid) return true;
-      if (!input.card || !input.gateway) {
+      const card = s.card;
+      const gateway = s.gateway;
+      if (!card || !gateway) {
         await db.recordCollection({ accountId: input.accountId, livemode: input.livemode, invoiceId, attempt: plan.attempt, paymentId: plan.paymentId, outcome: 'failed', failureCode: 'no_payment_method', at });
         return false;
       }
@@ -209,7 +224,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
           taskQueue: input.paymentsTaskQueue,
           args: [{
             paymentId: plan.paymentId, accountId: input.accountId, livemode: input.livemode, kind: 'charge',
-            amount: plan.amount, currency: plan.currency, gateway: input.gateway, card: input.card, customerId: input.customerId,
+            amount: plan.amount, currency: plan.currency, gateway, card, customerId: input.customerId,
             description: `Invoice ${invoiceId}`, fraudProtection: false,
             metadata: { invoice_id: invoiceId, subscription_id: input.subscriptionId },
             requestIdempotencyKey: `invoice:${invoiceId}:attempt:${plan.attempt}`, requestId: null,
@@ -289,7 +304,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       accountId: input.accountId, livemode: input.livemode, subscriptionId: input.subscriptionId, customerId: input.customerId,
       plan: s.plan, billingCycle: input.billingCycle, periodStart: s.periodStart, periodEnd: s.periodEnd,
       prorations: s.pendingProrations, autoCollection: input.autoCollection, daysUntilDue: input.daysUntilDue,
-      taxJurisdiction: input.taxJurisdiction, card: input.card ? { brand: input.card.brand, last4: input.card.last4 } : null, at,
+      taxJurisdiction: input.taxJurisdiction, card: s.card ? { brand: s.card.brand, last4: s.card.last4 } : null, at,
     });
     s.pendingProrations = [];
     s.cyclesTotal += 1;
@@ -338,6 +353,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         await save('subscription.resumed', at);
       } else if (s.dunning && s.status === 'past_due' && s.dunning.nextRetryAt <= s.periodEnd) {
         await retryDunning();
+        retriesDone += 1;
       } else {
         await closePeriod();
       }
