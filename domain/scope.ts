@@ -1,3 +1,4 @@
+import { p } from '@mikro-orm/core';
 import type { EntityManager, EntityName, MikroORM } from '@mikro-orm/postgresql';
 
 /**
@@ -22,6 +23,14 @@ export const scopeFilter = {
     strict: true,
   },
 };
+
+/**
+ * The columns every scoped record starts with: its prefixed id, its account and its mode. Scoped
+ * entities spread these into `properties` and declare `filters: scopeFilter`.
+ */
+export function scopedColumns() {
+  return { id: p.string().primary(), accountId: p.string(), livemode: p.boolean() };
+}
 
 /** A fresh EntityManager (own identity map) whose queries are confined to `scope`. */
 export function scopedEm(orm: MikroORM, scope: Scope): EntityManager {

@@ -1,5 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import { scopeFilter } from '../scope.ts';
+import { scopeFilter, scopedColumns } from '../scope.ts';
 
 export interface Variant {
   name: string;
@@ -25,9 +25,7 @@ export const Store = defineEntity({
   tableName: 'stores',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     name: p.text(),
     url: p.text().nullable(),
     defaultCurrency: p.text(),
@@ -43,9 +41,7 @@ export const Product = defineEntity({
   tableName: 'products',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     storeId: p.string(),
     name: p.text(),
     description: p.text().nullable(),
@@ -73,9 +69,7 @@ export const Warehouse = defineEntity({
   tableName: 'warehouses',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     name: p.text(),
     code: p.text().nullable(),
     address: p.json<Address>().nullable(),
@@ -146,9 +140,7 @@ export const Order = defineEntity({
   tableName: 'orders',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     storeId: p.string(),
     customerId: p.string(),
     status: p.enum(ORDER_STATUSES),
@@ -181,9 +173,7 @@ export const MarketplaceListing = defineEntity({
   tableName: 'marketplace_listings',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     marketplace: p.text(),
     externalId: p.text(),
     productId: p.string(),

@@ -1,5 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import { scopeFilter } from '../scope.ts';
+import { scopeFilter, scopedColumns } from '../scope.ts';
 
 export const INTERACTION_TYPES = ['call', 'email', 'meeting', 'chat', 'support_ticket'] as const;
 export type InteractionType = (typeof INTERACTION_TYPES)[number];
@@ -11,9 +11,7 @@ export const Interaction = defineEntity({
   tableName: 'customer_interactions',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     customerId: p.string(),
     type: p.enum(INTERACTION_TYPES),
     direction: p.enum(INTERACTION_DIRECTIONS),
@@ -32,9 +30,7 @@ export const Touchpoint = defineEntity({
   tableName: 'customer_touchpoints',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     customerId: p.string(),
     type: p.text(),
     source: p.text().nullable(),
@@ -69,9 +65,7 @@ export const AutomationRule = defineEntity({
   tableName: 'crm_automation_rules',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     name: p.text(),
     triggerEvent: p.text(),
     conditions: p.json<RuleCondition[]>(),
@@ -97,9 +91,7 @@ export const AutomationRun = defineEntity({
   tableName: 'crm_automation_runs',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     ruleId: p.string(),
     eventId: p.string(),
     workflowId: p.text(),
@@ -120,9 +112,7 @@ export const CrmTask = defineEntity({
   tableName: 'crm_tasks',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     customerId: p.string().nullable(),
     title: p.text(),
     description: p.text().nullable(),
@@ -147,9 +137,7 @@ export const CrmMessage = defineEntity({
   tableName: 'crm_messages',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     customerId: p.string().nullable(),
     channel: p.text(),
     recipient: p.text(),

@@ -1,5 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import { scopeFilter } from '../scope.ts';
+import { scopeFilter, scopedColumns } from '../scope.ts';
 
 export const CUSTOMER_TYPES = ['b2b', 'b2c', 'b2g'] as const;
 export type CustomerType = (typeof CUSTOMER_TYPES)[number];
@@ -16,9 +16,7 @@ export const Customer = defineEntity({
   tableName: 'customers',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     email: p.text().nullable(),
     firstName: p.text().nullable(),
     lastName: p.text().nullable(),

@@ -1,6 +1,6 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import type { CustomerMetrics } from '../customers/metrics.ts';
-import { scopeFilter } from '../scope.ts';
+import { scopeFilter, scopedColumns } from '../scope.ts';
 
 /**
  * The outbox: a domain event is written in the same transaction as the change it describes.
@@ -11,9 +11,7 @@ export const DomainEvent = defineEntity({
   tableName: 'events',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     type: p.text(),
     /** `{ object, previous_attributes? }` — the resource as the API shows it. */
     data: p.json<Record<string, unknown>>(),

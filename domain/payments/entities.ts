@@ -1,5 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import { scopeFilter } from '../scope.ts';
+import { scopeFilter, scopedColumns } from '../scope.ts';
 
 export const PAYMENT_STATUSES = ['processing', 'succeeded', 'failed', 'partially_refunded', 'refunded'] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
@@ -12,9 +12,7 @@ export const Payment = defineEntity({
   tableName: 'payments',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     kind: p.enum(['charge', 'marketplace_split'] as const),
     status: p.enum(PAYMENT_STATUSES),
     amount: p.bigint('number'),
@@ -57,9 +55,7 @@ export const PaymentRefund = defineEntity({
   tableName: 'payment_refunds',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     paymentId: p.string(),
     amount: p.bigint('number'),
     currency: p.string(),
@@ -84,9 +80,7 @@ export const PaymentTransfer = defineEntity({
   tableName: 'payment_transfers',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     paymentId: p.string(),
     position: p.smallint(),
     destination: p.string(),

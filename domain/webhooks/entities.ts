@@ -1,5 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import { scopeFilter } from '../scope.ts';
+import { scopeFilter, scopedColumns } from '../scope.ts';
 
 /**
  * A receiver of events. `secret` signs every delivery; after a rotation `previousSecret` signs
@@ -12,9 +12,7 @@ export const WebhookEndpoint = defineEntity({
   tableName: 'webhook_endpoints',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     url: p.text(),
     description: p.text().nullable(),
     events: p.array().$type<string[]>(),
@@ -44,9 +42,7 @@ export const WebhookDelivery = defineEntity({
   tableName: 'webhook_deliveries',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     endpointId: p.string(),
     eventId: p.string(),
     eventType: p.text(),
