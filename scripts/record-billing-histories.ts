@@ -1,0 +1,44 @@
+/**
+ * Records subscription workflow histories for the replay test (test/billing/replay.test.ts).
+ * Run the billing tests against a Temporal server first, then, against the same server:
+ *
+ *   scripts/node24.sh node scripts/record-billing-histories.ts [--address 127.0.0.1:7299] [--limit 6]
+ *
+ * It picks the most recent subscription workflows (closed ones first, for whole lives; every run
+ * of a continued-as-new subscription is its own history) and writes each as
+ * test/billing/histories/<workflow id>-<run id prefix>.json.
+ * Keep a mix: a long life with continue-as-new, dunning, a pause during collection.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
+
+const { History } = proto.temporal.api.history.v1;
+
+const args = process.argv.slice(2);
+const opt = (name: string, fallback: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
+};
+const address = opt('address', process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7299');
+const limit = Number(opt('limit', '6'));
+const query = opt('query', `WorkflowType = 'subscriptionWorkflow' AND ExecutionStatus != 'Running'`);
+const out = fileURLToPath(new URL('../test/billing/histories/', import.meta.url));
+
+const connection = await Connection.connect({ address });
+const client = new Client({ connection, namespace: opt('namespace', process.env.TEMPORAL_NAMESPACE ?? 'default') });
+mkdirSync(out, { recursive: true });
+let n = 0;
+for await (const wf of client.workflow.list({ query })) {
+  if (n >= limit) break;
+  const history = await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
+  const file = `${out}${wf.workflowId}-${wf.runId.slice(0, 8)}.json`;
+    // protobuf's own object form (enums and 64-bit numbers as strings, bytes as base64); the test
+  // reads it back with History.fromObject.
+  const json = History.toObject(History.fromObject(history), { longs: String, enums: String, bytes: String });
+  writeFileSync(file, JSON.stringify(json));
+  console.log(`${file} (${history.events?.length ?? 0} events, ${wf.status.name})`);
+  n++;
+}
+await connection.close();
