@@ -1,59 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordEvent } from '../../domain/events/outbox.ts';
-import { scopedEm } from '../../domain/scope.ts';
 import { newId } from '../../platform/ids.ts';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
-import { eventually, startReceiver, type Receiver } from './support/receiver.ts';
+import { startWebhookFixture, type WebhookFixture } from './support/fixture.ts';
+import { eventually } from './support/receiver.ts';
 
 /** The SSRF guard when deliveries are attempted (at creation: endpoints.test.ts; the rules: units.test.ts). */
-let platform: TestPlatform;
-let http: ReturnType<typeof client>;
-let key: string;
+let fx: WebhookFixture;
+let platform: WebhookFixture['platform'];
+let http: WebhookFixture['http'];
 let accountId: string;
-const receivers: Receiver[] = [];
+let receiver: WebhookFixture['receiver'];
+let endpointFor: WebhookFixture['endpointFor'];
+let emit: WebhookFixture['emit'];
+let delivery: WebhookFixture['delivery'];
 
 beforeAll(async () => {
-  platform = await startTestPlatform({
-    worker: true,
-    env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_SCHEDULE: '100ms,100ms', WEBHOOK_RETRY_JITTER: '0', WEBHOOK_TIMEOUT_MS: '1000' },
-  });
-  http = client(platform.url);
-  accountId = await platform.newAccount();
-  key = await platform.newKey({ accountId });
+  fx = await startWebhookFixture({ WEBHOOK_RETRY_SCHEDULE: '100ms,100ms', WEBHOOK_RETRY_JITTER: '0', WEBHOOK_TIMEOUT_MS: '1000' });
+  ({ platform, http, accountId, receiver, endpointFor, emit, delivery } = fx);
 });
-afterAll(async () => {
-  for (const r of receivers) await r.close();
-  await platform?.close();
-});
-
-async function receiver(): Promise<Receiver> {
-  const r = await startReceiver();
-  receivers.push(r);
-  return r;
-}
-
-async function endpointFor(r: Receiver, events = ['order.created']): Promise<string> {
-  const res = await http('/v3/webhooks', { key, body: { url: r.url, events } });
-  expect(res.status).toBe(201);
-  r.secrets = [res.body.secret];
-  return res.body.id;
-}
-
-async function emit(type: 'order.created' | 'order.fulfilled', object: Record<string, unknown> = { id: 'ord_x', object: 'order' }, livemode = false): Promise<string> {
-  const em = scopedEm(platform.orm, { accountId, livemode });
-  const event = recordEvent(em, { accountId, livemode }, { type, object });
-  await em.flush();
-  return event.id;
-}
-
-async function delivery(endpointId: string, eventId: string): Promise<any> {
-  const res = await http(`/v3/webhooks/${endpointId}/deliveries`, { key });
-  const found = res.body.deliveries.find((d: { event_id: string }) => d.event_id === eventId);
-  if (!found) return null;
-  return (await http(`/v3/webhooks/${endpointId}/deliveries/${found.id}`, { key })).body;
-}
-
+afterAll(() => fx?.close());
 describe('the SSRF guard at delivery time', () => {
   it('does not follow redirects: a 3xx is a failed attempt and the redirect target is never contacted', async () => {
     const target = await receiver();
