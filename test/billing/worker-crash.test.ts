@@ -1,0 +1,90 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { client } from '../support/http.ts';
+import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { card, invoices, newClock, newCustomer, newPlan, subscription, type Http } from './support.ts';
+
+let platform: TestPlatform;
+let http: Http;
+let key: string;
+const children: ChildProcess[] = [];
+const SLOW_MS = '3000';
+
+/** The payments tests' worker process (same settings from the environment). */
+async function startWorkerProcess(): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [fileURLToPath(new URL('../payments/worker-process.ts', import.meta.url))], {
+    env: {
+      ...process.env, DATABASE_URL: platform.dbUrl, TEMPORAL_ADDRESS: platform.config.TEMPORAL_ADDRESS, TASK_QUEUE_PREFIX: platform.taskQueuePrefix,
+      BUNDLE_PATH: inject('bundlePath'), SANDBOX_GATEWAY_SLOW_CARD_MS: SLOW_MS, LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  children.push(child);
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('"ready":true')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`worker process exited with ${code}`)));
+  });
+  return child;
+}
+
+beforeAll(async () => {
+  // No in-process worker: the workers are child processes this file can kill.
+  platform = await startTestPlatform({ env: { SANDBOX_GATEWAY_SLOW_CARD_MS: SLOW_MS } });
+  http = client(platform.url);
+  key = await platform.newKey();
+});
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await platform?.close();
+});
+
+describe('a worker killed mid-cycle', () => {
+  it('loses and duplicates nothing: one invoice per period, one charge per invoice, one event each', async () => {
+    const first = await startWorkerProcess();
+    const customer = await newCustomer(http, key);
+    const plan = await newPlan(http, key, { amount: 4100 });
+    const clock = await newClock(http, key, '2025-01-01T00:00:00Z');
+    const created = await http('/v3/subscriptions', {
+      key, body: { customer_id: customer, plan_id: plan.id, auto_collection: true, payment_method: card('4000000000007775'), test_clock: clock },
+    });
+    expect(created.status, created.text).toBe(201);
+    const sub = created.body;
+
+    // Two periods end; kill the worker while the first period's charge is in the gateway.
+    const advancing = http(`/v3/test_clocks/${clock}/advance`, { key, body: { frozen_time: '2025-03-01T01:00:00Z' } });
+    const deadline = Date.now() + 20_000;
+    while ((await platform.sql(`select 1 from sandbox_gateway_charges`)).length === 0) {
+      if (Date.now() > deadline) throw new Error('the first charge never reached the gateway');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    first.kill('SIGKILL');
+    await new Promise((r) => first.once('exit', r));
+    await startWorkerProcess();
+
+    const advanced = await advancing;
+    expect(advanced.status, advanced.text).toBe(200);
+    const all = await invoices(http, key, sub.id);
+    expect(all.map((i) => [i.period_start.slice(0, 10), i.status, i.attempt_count])).toEqual([['2025-01-01', 'paid', 1], ['2025-02-01', 'paid', 1]]);
+    expect((await subscription(http, key, sub.id)).status).toBe('active');
+
+    const charges = await platform.sql<{ idempotency_key: string; attempts: number }>('select idempotency_key, attempts from sandbox_gateway_charges order by idempotency_key');
+    expect(charges.map((c) => c.idempotency_key).sort()).toEqual(all.map((i) => `${i.last_payment_id}:charge`).sort());
+    expect(charges.every((c) => c.attempts === 1)).toBe(true);
+    // The first charge really ran twice (its second attempt on the new worker), with the same gateway key.
+    const history = await platform.temporal.client.workflow.getHandle(`payment-${all[0].last_payment_id}`).fetchHistory();
+    const started = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes).map((e) => Number(e.activityTaskStartedEventAttributes!.attempt));
+    expect(Math.max(...started)).toBeGreaterThanOrEqual(2);
+    const attempts = await platform.sql<{ n: number }>('select count(*)::int as n from invoice_collection_attempts');
+    expect(attempts[0]!.n).toBe(2);
+    const events = await platform.sql<{ type: string; n: number }>(
+      `select type, count(*)::int as n from events where customer_id = $1 and type not like 'payment.%' group by type order by type`, [customer]);
+    expect(events).toEqual([
+      { type: 'invoice.created', n: 2 }, { type: 'invoice.paid', n: 2 }, { type: 'subscription.created', n: 1 },
+    ]);
+  });
+});
