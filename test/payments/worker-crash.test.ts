@@ -9,7 +9,8 @@ let platform: TestPlatform;
 let http: ReturnType<typeof client>;
 let key: string;
 const children: ChildProcess[] = [];
-const SLOW_MS = '6000';
+// Long enough that the kill always lands while the charge is held in the gateway, even on a loaded machine.
+const SLOW_MS = '12000';
 
 async function startWorkerProcess(): Promise<ChildProcess> {
   const child = spawn(process.execPath, [fileURLToPath(new URL('./worker-process.ts', import.meta.url))], {
