@@ -23,13 +23,25 @@ const customerExample = {
 };
 const subscriptionExample = (status: string) => ({
   id: 'sub_01jpa7q2c9e1kx5f8h3m6r0t4v', object: 'subscription', livemode: false, customer_id: customerExample.id,
-  plan_id: 'plan_pro_monthly', status, current_period_start: '2025-03-14', current_period_end: '2025-04-14',
-  workflow_id: 'subscription-sub_01jpa7q2c9e1kx5f8h3m6r0t4v', metadata: {}, created_at: ts,
+  plan_id: 'plan_01jpa7p0b8d0jw4e7g2l5q9s3u', billing_cycle: 'monthly', status, auto_collection: true, days_until_due: 30,
+  trial_end: null, current_period_start: '2025-03-14T09:30:00.000Z', current_period_end: '2025-04-14T09:30:00.000Z',
+  next_invoice_date: status === 'canceled' || status === 'paused' ? null : '2025-04-14T09:30:00.000Z', cancel_at_period_end: false,
+  canceled_at: status === 'canceled' ? ts : null, paused_at: status === 'paused' ? ts : null, resumes_at: null, tax_jurisdiction: null,
+  test_clock: null, payment_method: { type: 'card', card: { brand: 'visa', last4: '4242', exp_month: 12, exp_year: 2030 } },
+  workflow_id: 'subscription-sub_01jpa7q2c9e1kx5f8h3m6r0t4v', metadata: {}, created_at: ts, updated_at: ts,
 });
 const invoiceExample = (status: string) => ({
   id: 'inv_01jpa7s8d2g4hm6q9v1x3z5b7n', object: 'invoice', livemode: false, customer_id: customerExample.id,
-  subscription_id: 'sub_01jpa7q2c9e1kx5f8h3m6r0t4v', status, currency: 'usd', amount_due: 4900, amount_paid: status === 'paid' ? 4900 : 0,
-  due_date: '2025-03-28', created_at: ts,
+  subscription_id: 'sub_01jpa7q2c9e1kx5f8h3m6r0t4v', status, currency: 'USD', subtotal: 4900, tax: 931, amount: 5831,
+  amount_due: status === 'paid' ? 0 : 5831, amount_paid: status === 'paid' ? 5831 : 0, due_date: '2025-03-14',
+  period_start: '2025-02-14T09:30:00.000Z', period_end: ts,
+  line_items: [{
+    type: 'subscription', description: 'Pro (monthly)', quantity: '1', unit_amount: '4900', amount: 4900,
+    period: { start: '2025-02-14T09:30:00.000Z', end: ts }, tax_amounts: [{ tax_rate_id: 'txr_01jpa7r5c1f3gl5p8u0w2y4a6m', amount: 931 }],
+  }],
+  taxes: [{ tax_rate_id: 'txr_01jpa7r5c1f3gl5p8u0w2y4a6m', name: 'USt', jurisdiction: 'DE', percentage: '19', taxable_amount: 4900, amount: 931 }],
+  payment_method: 'visa **** 4242', auto_collection: true, attempt_count: status === 'open' ? 0 : 1,
+  last_payment_id: status === 'open' ? null : 'pay_01jpa7v0f4j6kn8r1w3y5a7c9e', paid_at: status === 'paid' ? ts : null, created_at: ts,
 });
 const paymentExample = (status: string) => ({
   id: 'pay_01jpa7v0f4j6kn8r1w3y5a7c9e', object: 'payment', livemode: false, status, amount: 4900,
