@@ -114,4 +114,32 @@ describe('billing cycles', () => {
     expect(inv.line_items.map((l: any) => [l.type, l.amount])).toEqual([['subscription', 6000], ['proration', -1500], ['proration', 3000]]);
     expect(inv).toMatchObject({ amount: 7500, status: 'paid' });
   });
+
+  it('permissions, modes and search attributes', async () => {
+    const plan = await newPlan(http, key, { amount: 100 });
+    const readOnly = await platform.newKey({ type: 'restricted', mode: 'test', permissions: ['billing:read'] });
+    const denied = await http('/v3/plans', { key: readOnly, body: { name: 'X', currency: 'USD', interval: 'monthly', amount: 1 } });
+    expect(denied.status).toBe(403);
+    expect(denied.body.detail).toContain('billing:write');
+    expect((await http(`/v3/plans/${plan.id}`, { key: readOnly })).status).toBe(200);
+    const noBilling = await platform.newKey({ type: 'restricted', mode: 'test', permissions: ['crm:read'] });
+    expect((await http('/v3/invoices', { key: noBilling })).status).toBe(403);
+
+    // Live keys: no test clocks, and the sandbox's plans are not visible.
+    const live = await platform.newKey({ type: 'live' });
+    const liveClock = await http('/v3/test_clocks', { key: live, body: { frozen_time: '2025-01-01T00:00:00Z' } });
+    expect(liveClock.status).toBe(403);
+    expect(liveClock.body.code).toBe('test_mode_only');
+    expect((await http(`/v3/plans/${plan.id}`, { key: live })).status).toBe(404);
+
+    // Ops find a customer's subscription in the Temporal UI by its search attributes.
+    const sub = await subscribe({ plan_id: plan.id, auto_collection: false });
+    const desc = await platform.temporal.client.workflow.getHandle(sub.workflow_id).describe();
+    expect(desc.taskQueue).toBe(`${platform.taskQueuePrefix}billing`);
+    expect(desc.searchAttributes).toMatchObject({ BpCustomerId: [sub.customer_id], BpResourceId: [sub.id], BpMode: ['test'] });
+    // A wall-clock subscription: next invoice a month out, and 409 for an impossible transition.
+    expect(Date.parse(sub.current_period_end) - Date.parse(sub.current_period_start)).toBeGreaterThan(27 * 86_400_000);
+    expect((await http(`/v3/subscriptions/${sub.id}/resume`, { key, body: {} })).body).toMatchObject({ status: 409, code: 'invalid_state_transition', current_status: 'active' });
+    expect((await http(`/v3/subscriptions/${sub.id}/cancel`, { key, body: {} })).body.status).toBe('canceled');
+  });
 });
