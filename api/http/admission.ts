@@ -11,6 +11,8 @@ import { state, type AuthContext } from './context.ts';
 const STALE_SECONDS = 30;
 const HEARTBEAT_MS = 10_000;
 
+type Limits = Pick<AppDeps['config'], 'RATE_LIMIT_PER_MINUTE' | 'RATE_LIMIT_PER_MINUTE_PREMIUM' | 'RATE_LIMIT_PER_DAY' | 'RATE_LIMIT_CONCURRENCY'>;
+
 interface AdmitRow {
   outcome: 'unknown' | 'revoked' | 'expired' | 'minute_limited' | 'day_limited' | 'concurrency_limited' | 'admitted';
   key_id: string;
@@ -49,13 +51,7 @@ export async function admit(deps: AppDeps, req: Request, res: Response): Promise
       'Use `Authorization: Bearer bp_live_…` (or bp_test_…, bp_rk_…) with the full key text as it was shown at creation.');
   }
   const limits = deps.config;
-  const { rows } = await deps.pool.query<AdmitRow>({
-    name: 'bp_admit',
-    text: 'select * from bp_admit($1, $2, $3, $4, $5, $6, $7)',
-    values: [hashKey(match[1]!), deps.concurrency.instanceId, limits.RATE_LIMIT_PER_MINUTE,
-      limits.RATE_LIMIT_PER_MINUTE_PREMIUM, limits.RATE_LIMIT_PER_DAY, limits.RATE_LIMIT_CONCURRENCY, STALE_SECONDS],
-  });
-  const row = rows[0]!;
+  const row = await deps.concurrency.admit(hashKey(match[1]!), limits);
   switch (row.outcome) {
     case 'unknown':
       throw unauthorized('api_key_invalid', 'This API key does not exist.', 'Check for a typo, or create a new key in the dashboard.');
@@ -155,6 +151,8 @@ export class ConcurrencyTracker {
   private pending = new Map<string, number>();
   private scheduled: NodeJS.Immediate | null = null;
   private retry: NodeJS.Timeout | null = null;
+  private admissions: { keyHash: string; resolve: (row: AdmitRow) => void; reject: (err: Error) => void }[] = [];
+  private admitScheduled: NodeJS.Immediate | null = null;
   private waiting: (() => void)[] = [];
   /** Subtractions and heartbeats touch several of this instance's rows: one statement at a time. */
   private queue: Promise<void> = Promise.resolve();
@@ -166,6 +164,38 @@ export class ConcurrencyTracker {
     this.pool = pool;
     this.onError = onError;
     this.heartbeat = setInterval(() => void this.beat(), HEARTBEAT_MS).unref();
+  }
+
+  /**
+   * Authenticates and counts a request. Every admission asked for in the same event-loop turn goes
+   * to the database in one call (`bp_admit_batch`), so under load one round trip admits many.
+   */
+  admit(keyHash: string, limits: Limits): Promise<AdmitRow> {
+    return new Promise((resolve, reject) => {
+      this.admissions.push({ keyHash, resolve, reject });
+      this.admitScheduled ??= setImmediate(() => {
+        this.admitScheduled = null;
+        this.admitBatch(limits);
+      });
+    });
+  }
+
+  private admitBatch(limits: Limits): void {
+    const batch = this.admissions;
+    this.admissions = [];
+    this.pool.query<AdmitRow & { ord: number }>({
+      name: 'bp_admit_batch',
+      text: 'select * from bp_admit_batch($1, $2, $3, $4, $5, $6, $7)',
+      values: [batch.map((a) => a.keyHash), this.instanceId, limits.RATE_LIMIT_PER_MINUTE,
+        limits.RATE_LIMIT_PER_MINUTE_PREMIUM, limits.RATE_LIMIT_PER_DAY, limits.RATE_LIMIT_CONCURRENCY, STALE_SECONDS],
+    }).then(
+      ({ rows }) => {
+        for (const row of rows) batch[row.ord - 1]!.resolve(row);
+      },
+      (err: Error) => {
+        for (const a of batch) a.reject(err);
+      },
+    );
   }
 
   started(keyId: string): void {
@@ -223,10 +253,7 @@ export class ConcurrencyTracker {
   private beat(): Promise<void> {
     return this.serially(async () => {
       if (!this.local.size) return;
-      await this.pool.query(
-        'update concurrency_counters set heartbeat_at = clock_timestamp() where instance_id = $1 and api_key_id = any($2)',
-        [this.instanceId, [...this.local.keys()]],
-      );
+      await this.pool.query('select bp_heartbeat($1, $2)', [this.instanceId, [...this.local.keys()]]);
     });
   }
 

@@ -185,5 +185,56 @@ export class Migration0001PlatformFoundation extends Migration {
       end
       $fn$;
     `);
+
+    // Every request admitted in the same event-loop turn of an API instance, in one call. Keys are
+    // taken in id order, so every batch (and every release, below) locks rows in one global order
+    // and batches cannot deadlock; requests of one key in a batch are admitted one after another.
+    this.addSql(`
+      create function bp_admit_batch(
+        p_key_hashes text[], p_instance text,
+        p_minute_standard integer, p_minute_premium integer, p_day_limit integer, p_concurrency integer, p_stale_seconds integer
+      ) returns table (
+        ord integer, outcome text, key_id text, account_id text, key_type text, livemode boolean, permissions text[], tier text,
+        minute_limit integer, minute_count integer, day_count integer, in_flight integer, now_epoch_ms bigint
+      ) language plpgsql as $fn$
+      declare
+        r record;
+      begin
+        for r in
+          select h.key_hash, h.n from unnest(p_key_hashes) with ordinality as h(key_hash, n)
+            left join api_keys ak on ak.key_hash = h.key_hash
+           order by ak.id nulls first, h.n
+        loop
+          return query select r.n::integer, a.* from bp_admit(r.key_hash, p_instance, p_minute_standard,
+            p_minute_premium, p_day_limit, p_concurrency, p_stale_seconds) as a;
+        end loop;
+      end
+      $fn$;
+
+      -- Requests of one instance that finished: subtracted from its counters, locked in key order.
+      create function bp_release(p_instance text, p_keys text[], p_counts integer[]) returns void
+      language plpgsql as $fn$
+      begin
+        perform 1 from concurrency_counters c
+         where c.instance_id = p_instance and c.api_key_id = any(p_keys)
+         order by c.api_key_id for update;
+        update concurrency_counters c set in_flight = greatest(0, c.in_flight - r.n)
+          from unnest(p_keys, p_counts) as r(k, n)
+         where c.api_key_id = r.k and c.instance_id = p_instance;
+      end
+      $fn$;
+
+      -- An instance with requests in flight keeps its counters counting.
+      create function bp_heartbeat(p_instance text, p_keys text[]) returns void
+      language plpgsql as $fn$
+      begin
+        perform 1 from concurrency_counters c
+         where c.instance_id = p_instance and c.api_key_id = any(p_keys)
+         order by c.api_key_id for update;
+        update concurrency_counters set heartbeat_at = clock_timestamp()
+         where instance_id = p_instance and api_key_id = any(p_keys);
+      end
+      $fn$;
+    `);
   }
 }
