@@ -45,17 +45,21 @@ export function scopeColumns(scope: Scope): { accountId: string; livemode: boole
 }
 
 /**
- * One record by id within the EntityManager's scope, for hot reads: a single query-builder SELECT
- * mapped to an entity, skipping `findOne`'s generic criteria processing (about half its cost).
- * The scope comes from the EntityManager's filter parameters, as for every other scoped query.
+ * One record by id within the EntityManager's scope, for hot reads: a named prepared statement on
+ * the ORM's own pool, built from the entity's metadata, and `em.map` to hydrate the entity. About a
+ * quarter of `findOne`'s cost; the scope comes from the EntityManager's filter parameters, as for
+ * every other scoped query.
  */
 export async function findScopedById<T extends object>(em: EntityManager, entity: EntityName<T>, id: string): Promise<T | null> {
   const scope = em.getFilterParams<Scope>(SCOPE_FILTER);
   if (!scope) throw new Error('findScopedById needs an EntityManager from scopedEm()');
-  const row = await em.createQueryBuilder(entity)
-    .select('*')
-    .where({ id, accountId: scope.accountId, livemode: scope.livemode } as never)
-    .limit(1)
-    .execute('get', false);
-  return row ? em.map(entity, row as never) : null;
+  const meta = em.getMetadata().get(entity);
+  const column = (property: string) => (meta.properties as Record<string, { fieldNames: string[] }>)[property]!.fieldNames[0]!;
+  const pool = await em.getConnection().getNativeClient();
+  const { rows } = await pool.query({
+    name: `scoped-by-id:${meta.tableName}`,
+    text: `select * from "${meta.tableName}" where "${column('id')}" = $1 and "${column('accountId')}" = $2 and "${column('livemode')}" = $3 limit 1`,
+    values: [id, scope.accountId, scope.livemode],
+  });
+  return rows[0] ? em.map(entity, rows[0]) : null;
 }
