@@ -1,5 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import { scopeFilter } from '../scope.ts';
+import { scopeFilter, scopedColumns } from '../scope.ts';
 import type { DunningPolicy, InvoiceLineItem, InvoiceView, UsagePricing } from '../../workflows/billing/shared.ts';
 
 export const BillingPlan = defineEntity({
@@ -7,9 +7,7 @@ export const BillingPlan = defineEntity({
   tableName: 'billing_plans',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     name: p.string(),
     currency: p.string(),
     amount: p.bigint('number'),
@@ -28,9 +26,7 @@ export const TaxRate = defineEntity({
   tableName: 'billing_tax_rates',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     jurisdiction: p.string(),
     name: p.string(),
     percentage: p.string().columnType('numeric(9,4)'),
@@ -44,9 +40,7 @@ export const TestClock = defineEntity({
   tableName: 'billing_test_clocks',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     name: p.string().nullable(),
     frozenTime: p.datetime(),
     status: p.enum(['ready', 'advancing'] as const),
@@ -61,9 +55,7 @@ export const Subscription = defineEntity({
   tableName: 'subscriptions',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     customerId: p.string(),
     planId: p.string(),
     billingCycle: p.string(),
@@ -99,9 +91,7 @@ export const Invoice = defineEntity({
   tableName: 'invoices',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     customerId: p.string(),
     subscriptionId: p.string(),
     status: p.enum(['open', 'paid', 'uncollectible', 'void'] as const),
@@ -131,9 +121,7 @@ export const UsageRecord = defineEntity({
   tableName: 'usage_records',
   filters: scopeFilter,
   properties: {
-    id: p.string().primary(),
-    accountId: p.string(),
-    livemode: p.boolean(),
+    ...scopedColumns(),
     subscriptionId: p.string(),
     metricName: p.string(),
     quantity: p.string().columnType('numeric(20,6)'),

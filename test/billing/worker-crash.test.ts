@@ -1,36 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client } from '../support/http.ts';
 import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { workerProcesses } from '../support/worker-processes.ts';
 import { card, invoices, newClock, newCustomer, newPlan, subscription, type Http } from './support.ts';
 
 let platform: TestPlatform;
 let http: Http;
 let key: string;
-const children: ChildProcess[] = [];
-const SLOW_MS = '3000';
-
-/** The payments tests' worker process (same settings from the environment). */
-async function startWorkerProcess(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [fileURLToPath(new URL('../payments/worker-process.ts', import.meta.url))], {
-    env: {
-      ...process.env, DATABASE_URL: platform.dbUrl, TEMPORAL_ADDRESS: platform.config.TEMPORAL_ADDRESS, TASK_QUEUE_PREFIX: platform.taskQueuePrefix,
-      BUNDLE_PATH: inject('bundlePath'), SANDBOX_GATEWAY_SLOW_CARD_MS: SLOW_MS, LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  children.push(child);
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes('"ready":true')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`worker process exited with ${code}`)));
-  });
-  return child;
-}
+// Long enough that the kill always lands while the charge is held in the gateway, even on a loaded machine.
+const SLOW_MS = '8000';
+const workers = workerProcesses(() => platform, { SANDBOX_GATEWAY_SLOW_CARD_MS: SLOW_MS });
 
 beforeAll(async () => {
   // No in-process worker: the workers are child processes this file can kill.
@@ -39,13 +18,13 @@ beforeAll(async () => {
   key = await platform.newKey();
 });
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  workers.killAll();
   await platform?.close();
 });
 
 describe('a worker killed mid-cycle', () => {
   it('loses and duplicates nothing: one invoice per period, one charge per invoice, one event each', async () => {
-    const first = await startWorkerProcess();
+    const first = await workers.start();
     const customer = await newCustomer(http, key);
     const plan = await newPlan(http, key, { amount: 4100 });
     const clock = await newClock(http, key, '2025-01-01T00:00:00Z');
@@ -64,7 +43,7 @@ describe('a worker killed mid-cycle', () => {
     }
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
-    await startWorkerProcess();
+    await workers.start();
 
     const advanced = await advancing;
     expect(advanced.status, advanced.text).toBe(200);

@@ -1,36 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client } from '../support/http.ts';
 import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { workerProcesses } from '../support/worker-processes.ts';
 import { cardBody, waitForPayment } from './support.ts';
 
 let platform: TestPlatform;
 let http: ReturnType<typeof client>;
 let key: string;
-const children: ChildProcess[] = [];
 // Long enough that the kill always lands while the charge is held in the gateway, even on a loaded machine.
 const SLOW_MS = '12000';
-
-async function startWorkerProcess(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./worker-process.ts', import.meta.url))], {
-    env: {
-      ...process.env, DATABASE_URL: platform.dbUrl, TEMPORAL_ADDRESS: platform.config.TEMPORAL_ADDRESS, TASK_QUEUE_PREFIX: platform.taskQueuePrefix,
-      BUNDLE_PATH: inject('bundlePath'), SANDBOX_GATEWAY_SLOW_CARD_MS: SLOW_MS, LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  children.push(child);
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes('"ready":true')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`worker process exited with ${code}`)));
-  });
-  return child;
-}
+const workers = workerProcesses(() => platform, { SANDBOX_GATEWAY_SLOW_CARD_MS: SLOW_MS });
 
 beforeAll(async () => {
   // No in-process worker: the workers are child processes this file can kill.
@@ -39,13 +18,13 @@ beforeAll(async () => {
   key = await platform.newKey();
 });
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  workers.killAll();
   await platform?.close();
 });
 
 describe('a worker killed mid-charge', () => {
   it('completes the payment once on another worker: one gateway charge, one event', async () => {
-    const first = await startWorkerProcess();
+    const first = await workers.start();
     const res = await http('/v3/payments/process', { key, body: { amount: 5000, currency: 'USD', payment_method: cardBody('4000000000007775') } });
     expect(res.status).toBe(202);
     const id = res.body.id as string;
@@ -60,7 +39,7 @@ describe('a worker killed mid-charge', () => {
     await new Promise((r) => first.once('exit', r));
     expect((await http(`/v3/payments/${id}/status`, { key })).body.status).toBe('processing');
 
-    await startWorkerProcess();
+    await workers.start();
     const done = await waitForPayment(http, key, id, (p) => p.status !== 'processing', 45_000);
     expect(done.status).toBe('succeeded');
 

@@ -1,5 +1,5 @@
 /**
- * A worker in its own process, for the test that kills one mid-charge (SIGKILL: no graceful
+* A worker in its own process, for the tests that kill one mid-charge (SIGKILL: no graceful
  * shutdown, no chance to report the activity). Settings come from the environment; the workflow
  * bundle from BUNDLE_PATH (built once by the test run's global setup).
  */
