@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
-import { create, openShop, orderBody, stockedProduct, type Shop } from './support.ts';
+import type { client } from '../support/http.ts';
+import type { TestPlatform } from '../support/platform.ts';
+import { create, openShop, orderBody, startShopPlatform, stockedProduct, type Shop } from './support.ts';
 
 let platform: TestPlatform;
 let http: ReturnType<typeof client>;
@@ -9,10 +9,7 @@ let key: string;
 let shop: Shop;
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ worker: true });
-  http = client(platform.url);
-  key = await platform.newKey();
-  shop = await openShop(http, key);
+  ({ platform, http, key, shop } = await startShopPlatform());
 });
 afterAll(() => platform?.close());
 

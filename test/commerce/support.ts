@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
-import type { client } from '../support/http.ts';
-import type { TestPlatform } from '../support/platform.ts';
+import { client } from '../support/http.ts';
+import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
 
 type Http = ReturnType<typeof client>;
 
@@ -58,4 +58,12 @@ export async function eventually<T>(check: () => Promise<T | undefined | null | 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 150));
   }
+}
+
+/** A platform with a worker, a key and an open shop: what the commerce and CRM test files start from. */
+export async function startShopPlatform(): Promise<{ platform: TestPlatform; http: Http; key: string; shop: Shop }> {
+  const platform = await startTestPlatform({ worker: true });
+  const http = client(platform.url);
+  const key = await platform.newKey();
+  return { platform, http, key, shop: await openShop(http, key) };
 }

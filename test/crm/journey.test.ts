@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { engagementScore, lifecycleStage } from '../../domain/customers/journey.ts';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
-import { create, eventually, openShop, orderBody, type Shop } from '../commerce/support.ts';
+import type { client } from '../support/http.ts';
+import type { TestPlatform } from '../support/platform.ts';
+import { create, eventually, startShopPlatform, orderBody, type Shop } from '../commerce/support.ts';
 
 let platform: TestPlatform;
 let http: ReturnType<typeof client>;
@@ -10,10 +10,7 @@ let key: string;
 let shop: Shop;
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ worker: true });
-  http = client(platform.url);
-  key = await platform.newKey();
-  shop = await openShop(http, key);
+  ({ platform, http, key, shop } = await startShopPlatform());
   await create(http, key, `/v3/stores/${shop.storeId}/products`, { name: 'Plan', sku: 'PLAN', price: 2500, prices: { JPY: 3000 }, inventory: { track_quantity: false } });
 });
 afterAll(() => platform?.close());
