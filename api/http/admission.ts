@@ -35,7 +35,7 @@ const unauthorized = (code: string, detail: string, suggestion: string) =>
   });
 
 /**
- * Authentication and rate limiting, in one database round trip (`bp_admit`): the key is looked
+ * Authentication and rate limiting, in one database round trip (`bp_admit_batch`): the key is looked
  * up by its SHA-256, then the minute, day and concurrency limits are counted in shared storage so
  * every API process sees the same numbers. Sets the rate-limit headers on every admitted or
  * limited response and releases the concurrency slot when the response is done.
@@ -230,11 +230,11 @@ export class ConcurrencyTracker {
       const batch = [...this.pending];
       this.pending = new Map();
       try {
-        await this.pool.query(
-          `update concurrency_counters c set in_flight = greatest(0, c.in_flight - r.n)
-             from unnest($2::text[], $3::int[]) as r(k, n) where c.api_key_id = r.k and c.instance_id = $1`,
-          [this.instanceId, batch.map(([k]) => k), batch.map(([, n]) => n)],
-        );
+        await this.pool.query({
+          name: 'bp_release',
+          text: 'select bp_release($1, $2, $3)',
+          values: [this.instanceId, batch.map(([k]) => k), batch.map(([, n]) => n)],
+        });
       } catch (err) {
         // Not lost: the counts go back and are sent again shortly.
         for (const [k, n] of batch) this.pending.set(k, (this.pending.get(k) ?? 0) + n);

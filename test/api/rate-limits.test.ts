@@ -1,5 +1,6 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashKey } from '../../domain/accounts/keys.ts';
 import { client } from '../support/http.ts';
 import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
 
@@ -115,6 +116,33 @@ describe('rate limits', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     expect((await http('/v3/customers', { key })).status).toBe(200);
+  });
+
+  it('admits one batch exactly as if its requests came one after another', async () => {
+    const key = await platform.newKey();
+    const other = await platform.newKey();
+    const revoked = await platform.newKey();
+    await platform.sql(`update api_keys set status = 'revoked' where key_hash = $1`, [hashKey(revoked)]);
+    const [k, o, r] = [key, other, revoked].map(hashKey) as [string, string, string];
+    const unknown = hashKey('bp_test_' + 'x'.repeat(40));
+    // Limits of the call: 3 a minute, 10,000 a day, 2 at once.
+    const rows = await platform.sql<{ ord: number; outcome: string; minute_count: number | null; in_flight: number | null }>(
+      `select ord, outcome, minute_count, in_flight from bp_admit_batch($1, 'batch-test', 3, 5000, 10000, 2, 30) order by ord`,
+      [[k, unknown, k, o, r, k, k]],
+    );
+    expect(rows.map((row) => [row.ord, row.outcome, row.minute_count, row.in_flight])).toEqual([
+      [1, 'admitted', 1, 1],
+      [2, 'unknown', null, null],
+      [3, 'admitted', 2, 2],
+      [4, 'admitted', 1, 1],
+      [5, 'revoked', null, null],
+      [6, 'concurrency_limited', 3, 2],
+      [7, 'minute_limited', 4, 2],
+    ]);
+    const counters = await platform.sql<{ in_flight: number }>(
+      `select in_flight from concurrency_counters c join api_keys ak on ak.id = c.api_key_id
+        where c.instance_id = 'batch-test' order by ak.key_hash = $1 desc`, [k]);
+    expect(counters.map((c) => c.in_flight)).toEqual([2, 1]);
   });
 
   it('stops counting the requests of an instance that died (stale heartbeat)', async () => {
