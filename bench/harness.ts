@@ -91,7 +91,9 @@ function withDatabase(url: string, database: string): string {
 
 /** Spawns `node <script>` and resolves with the first JSON line it prints on stdout. */
 export async function spawnServer(script: string, env: Record<string, string>): Promise<{ child: ChildProcess; info: Record<string, string> }> {
-  const child = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url))], {
+  // BENCH_PROFILE=DIR writes a V8 CPU profile of every server process into DIR (open it in Chrome DevTools).
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...profile, fileURLToPath(new URL(script, import.meta.url))], {
     env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'],
   });
   const info = await new Promise<Record<string, string>>((resolve, reject) => {

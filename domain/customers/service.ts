@@ -2,7 +2,7 @@ import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { recordEvent } from '../events/outbox.ts';
-import { findScopedById, scopeColumns, type Scope } from '../scope.ts';
+import { readScopedById, scopeColumns, type Scope } from '../scope.ts';
 import { Customer, type Company, type CustomerType } from './entities.ts';
 
 export interface CustomerView {
@@ -43,7 +43,7 @@ export interface CustomerFilters {
   q?: string;
 }
 
-export function customerView(c: Customer): CustomerView {
+export function customerView(c: Readonly<Customer>): CustomerView {
   return {
     id: c.id,
     object: 'customer',
@@ -98,7 +98,7 @@ export async function createCustomer(em: EntityManager, scope: Scope, input: Cus
 }
 
 export async function getCustomer(em: EntityManager, id: string): Promise<CustomerView> {
-  const customer = await findScopedById(em, Customer, id);
+  const customer = await readScopedById(em, Customer, id);
   if (!customer) throw notFound('customer', id);
   return customerView(customer);
 }
