@@ -6,6 +6,7 @@ import type { EntityManager, EntityName, MikroORM } from '@mikro-orm/postgresql'
  * on by default for every scoped entity, adds `account_id = ? AND livemode = ?` to each query,
  * and `scopedEm` is the only way request and activity code gets an EntityManager for business
  * data, so no handler has to remember the condition. A scoped query without scope parameters fails.
+ * The one read outside the ORM, `readScopedById`, takes the scope as an argument and always applies it.
  */
 export interface Scope {
   accountId: string;
@@ -45,17 +46,15 @@ export function scopeColumns(scope: Scope): { accountId: string; livemode: boole
 }
 
 /**
- * One record by id within the EntityManager's scope, for hot reads that only present the record: a
- * named prepared statement on the ORM's own pool, built from the entity's metadata, and the row
- * mapped to the entity's properties (with their types' conversions) as a plain, read-only object.
- * It is not managed by the EntityManager: to change a record, load it with `em.findOne`. The scope
- * comes from the EntityManager's filter parameters, as for every other scoped query.
+ * One record by id within `scope`, for hot reads that only present the record: a named prepared
+ * statement on the ORM's own pool, built from the entity's metadata, and the row mapped to the
+ * entity's properties (with their types' conversions) as a plain, read-only object. No
+ * EntityManager is involved (forking one costs more than the read): to change a record, load it
+ * through `scopedEm` instead.
  */
-export async function readScopedById<T extends object>(em: EntityManager, entity: EntityName<T>, id: string): Promise<Readonly<T> | null> {
-  const scope = em.getFilterParams<Scope>(SCOPE_FILTER);
-  if (!scope) throw new Error('readScopedById needs an EntityManager from scopedEm()');
-  const reader = rowReader(em, entity);
-  const pool = await em.getConnection().getNativeClient();
+export async function readScopedById<T extends object>(orm: MikroORM, scope: Scope, entity: EntityName<T>, id: string): Promise<Readonly<T> | null> {
+  const reader = rowReader(orm.em, entity);
+  const pool = await orm.em.getConnection().getNativeClient();
   const { rows } = await pool.query({ name: reader.statement, text: reader.sql, values: [id, scope.accountId, scope.livemode] });
   return rows[0] ? (reader.map(rows[0]) as T) : null;
 }

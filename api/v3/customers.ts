@@ -92,8 +92,8 @@ export const customerRoutes = [
     method: 'get', path: '/v3/customers/{customer_id}', operationId: 'getCustomer', tag: 'Customers',
     summary: 'Retrieve a customer', permission: 'crm:read', status: 200,
     params: customerId, response: customerSchema,
-    async handler({ em, params }) {
-      return { body: await getCustomer(em(), params.customer_id) };
+    async handler({ deps, auth, params }) {
+      return { body: await getCustomer(deps.orm, auth, params.customer_id) };
     },
   }),
   route({

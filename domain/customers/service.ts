@@ -1,4 +1,4 @@
-import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
+import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { recordEvent } from '../events/outbox.ts';
@@ -97,8 +97,8 @@ export async function createCustomer(em: EntityManager, scope: Scope, input: Cus
   return customerView(customer);
 }
 
-export async function getCustomer(em: EntityManager, id: string): Promise<CustomerView> {
-  const customer = await readScopedById(em, Customer, id);
+export async function getCustomer(orm: MikroORM, scope: Scope, id: string): Promise<CustomerView> {
+  const customer = await readScopedById(orm, scope, Customer, id);
   if (!customer) throw notFound('customer', id);
   return customerView(customer);
 }
