@@ -1,4 +1,4 @@
-import { typeidUnboxed } from 'typeid-js';
+import { randomFillSync } from 'node:crypto';
 
 /**
  * Identifier prefixes, one per kind of record. Ids are TypeIDs: the prefix, an underscore and a
@@ -37,7 +37,70 @@ export const ID_PREFIX = {
 export type IdKind = keyof typeof ID_PREFIX;
 
 export function newId(kind: IdKind): string {
-  return typeidUnboxed(ID_PREFIX[kind]);
+  return `${ID_PREFIX[kind]}_${encodeBase32(nextUuidV7())}`;
+}
+
+const uuid = new Uint8Array(16);
+const entropy = new Uint8Array(4096);
+let entropyUsed = entropy.length;
+let lastMs = -1;
+let sequence = 0;
+
+function randomBytes(n: number): number {
+  if (entropyUsed + n > entropy.length) {
+    randomFillSync(entropy);
+    entropyUsed = 0;
+  }
+  entropyUsed += n;
+  return entropyUsed - n;
+}
+
+/**
+ * The next UUIDv7 (RFC 9562) of this process: 48 bits of Unix milliseconds, then a 32-bit sequence
+ * that starts at a random value each millisecond and counts up within it (a wrap borrows the next
+ * millisecond), then random bits. So the ids of one process sort in the order they were made.
+ */
+function nextUuidV7(): Uint8Array {
+  const now = Date.now();
+  if (now > lastMs) {
+    const r = randomBytes(4);
+    sequence = ((entropy[r]! & 0x7f) << 24) | (entropy[r + 1]! << 16) | (entropy[r + 2]! << 8) | entropy[r + 3]!;
+    lastMs = now;
+  } else {
+    sequence = (sequence + 1) | 0;
+    if (sequence === 0) lastMs++;
+  }
+  const ms = lastMs;
+  const high = Math.floor(ms / 0x1_0000_0000);
+  uuid[0] = (high >>> 8) & 0xff;
+  uuid[1] = high & 0xff;
+  uuid[2] = (ms >>> 24) & 0xff;
+  uuid[3] = (ms >>> 16) & 0xff;
+  uuid[4] = (ms >>> 8) & 0xff;
+  uuid[5] = ms & 0xff;
+  const r = randomBytes(6);
+  uuid[6] = 0x70 | ((sequence >>> 28) & 0x0f);
+  uuid[7] = (sequence >>> 20) & 0xff;
+  uuid[8] = 0x80 | ((sequence >>> 14) & 0x3f);
+  uuid[9] = (sequence >>> 6) & 0xff;
+  uuid[10] = ((sequence << 2) & 0xff) | (entropy[r]! & 0x03);
+  uuid.set(entropy.subarray(r + 1, r + 6), 11);
+  return uuid;
+}
+
+const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+
+/** TypeID's suffix: the 128 bits, left-padded to 130, as 26 Crockford base32 characters (lowercase). */
+export function encodeBase32(b: Uint8Array): string {
+  const a = ALPHABET;
+  return a[(b[0]! & 224) >> 5]! + a[b[0]! & 31]! + a[(b[1]! & 248) >> 3]! + a[((b[1]! & 7) << 2) | ((b[2]! & 192) >> 6)]!
+    + a[(b[2]! & 62) >> 1]! + a[((b[2]! & 1) << 4) | ((b[3]! & 240) >> 4)]! + a[((b[3]! & 15) << 1) | ((b[4]! & 128) >> 7)]!
+    + a[(b[4]! & 124) >> 2]! + a[((b[4]! & 3) << 3) | ((b[5]! & 224) >> 5)]! + a[b[5]! & 31]! + a[(b[6]! & 248) >> 3]!
+    + a[((b[6]! & 7) << 2) | ((b[7]! & 192) >> 6)]! + a[(b[7]! & 62) >> 1]! + a[((b[7]! & 1) << 4) | ((b[8]! & 240) >> 4)]!
+    + a[((b[8]! & 15) << 1) | ((b[9]! & 128) >> 7)]! + a[(b[9]! & 124) >> 2]! + a[((b[9]! & 3) << 3) | ((b[10]! & 224) >> 5)]!
+    + a[b[10]! & 31]! + a[(b[11]! & 248) >> 3]! + a[((b[11]! & 7) << 2) | ((b[12]! & 192) >> 6)]! + a[(b[12]! & 62) >> 1]!
+    + a[((b[12]! & 1) << 4) | ((b[13]! & 240) >> 4)]! + a[((b[13]! & 15) << 1) | ((b[14]! & 128) >> 7)]! + a[(b[14]! & 124) >> 2]!
+    + a[((b[14]! & 3) << 3) | ((b[15]! & 224) >> 5)]! + a[b[15]! & 31]!;
 }
 
 const TYPEID_SUFFIX = /^[0-7][0-9a-hjkmnp-tv-z]{25}$/;
