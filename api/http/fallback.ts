@@ -1,12 +1,6 @@
 import type { Request, Response } from 'express';
 import { ApiError } from '../../platform/errors.ts';
-import type { Method } from './route.ts';
-
-/** Known routes, for 405 (`Allow`) and for the nearest-route suggestion on 404. */
-export interface KnownRoute {
-  method: Method;
-  path: string;
-}
+import { RouteTable, type KnownRoute } from './route-table.ts';
 
 function segments(path: string): string[] {
   return path.split('/').filter(Boolean);
@@ -36,15 +30,13 @@ function distance(path: string[], template: string[]): number {
   return d;
 }
 
-function matches(path: string[], template: string[]): boolean {
-  return path.length === template.length && template.every((t, i) => t.startsWith('{') || t === path[i]);
-}
-
+/** 405 with `Allow` for a path served with other methods, else 404 naming the nearest route. */
 export function fallbackHandler(routes: KnownRoute[]) {
-  const templates = routes.map((r) => ({ ...r, segs: segments(r.path) }));
+  const table = new RouteTable(routes);
+  const templates = routes.map((r) => ({ method: r.method, path: r.path, segs: segments(r.path) }));
   return (req: Request, _res: Response) => {
     const path = segments(req.path);
-    const allowed = [...new Set(templates.filter((t) => matches(path, t.segs)).map((t) => t.method.toUpperCase()))];
+    const allowed = table.methodsFor(req.path).map((m) => m.toUpperCase());
     if (allowed.length) {
       throw new ApiError({
         status: 405, code: 'method_not_allowed', title: 'Method Not Allowed',

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Request, Response, Router } from 'express';
+import type { NextFunction, Request, Response } from 'express';
 import type { z } from 'zod';
 import { IdempotencyStore } from '../../domain/idempotency/store.ts';
 import type { Permission } from '../../domain/permissions.ts';
@@ -10,9 +10,10 @@ import { admit, requirePermission } from './admission.ts';
 import { DEFAULT_BODY_LIMIT, parseJson, readRawBody } from './body.ts';
 import { state, type AuthContext } from './context.ts';
 import { applyIdempotency } from './idempotency.ts';
+import { RouteTable, type Method } from './route-table.ts';
 import { sendDocument } from './send.ts';
 
-export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+export type { Method } from './route-table.ts';
 const WITH_BODY: ReadonlySet<Method> = new Set(['post', 'put', 'patch']);
 
 export interface HandlerContext<B, Q, P> {
@@ -62,10 +63,6 @@ export function route<B = undefined, Q = undefined, P = undefined>(spec: RouteSp
   return spec;
 }
 
-export function expressPath(path: string): string {
-  return path.replace(/\{(\w+)\}/g, ':$1');
-}
-
 /** Runs every schema and reports every bad field at once. */
 function validate(parts: [z.ZodType | undefined, unknown][]): unknown[] {
   const errors: FieldError[] = [];
@@ -88,24 +85,41 @@ function fieldErrors(issue: z.core.$ZodIssue): FieldError[] {
   return [{ path: base || '(body)', message: issue.message }];
 }
 
-export function mountRoutes(router: Router, routes: RouteSpec<any, any, any>[], deps: AppDeps): void {
+/**
+ * One Express middleware that serves every route: a table lookup by method and path (see
+ * `RouteTable`), then the pipeline: admission, permission, body, idempotency, validation, handler,
+ * response. Requests that match no route go on to the fallback (404 with the nearest route, 405).
+ */
+export function routeDispatcher(routes: RouteSpec<any, any, any>[], deps: AppDeps) {
   const idempotency = new IdempotencyStore(deps.pool);
-  for (const spec of routes) {
-    router[spec.method](expressPath(spec.path), async (req: Request, res: Response) => {
-      const auth = await admit(deps, req, res);
-      requirePermission(auth, spec.permission);
-      const raw = WITH_BODY.has(spec.method) ? await readRawBody(req, spec.bodyLimit ?? DEFAULT_BODY_LIMIT) : Buffer.alloc(0);
-      if (WITH_BODY.has(spec.method) && (await applyIdempotency(idempotency, req, res, auth, raw))) return;
-      const input = spec.body ? parseJson(raw) : undefined;
-      const [body, query, params] = validate([[spec.body, input], [spec.query, req.query], [spec.params, req.params]]);
-      if (spec.temporal) await deps.temporal.ensureAvailable();
-      let em: EntityManager | undefined;
-      const result = await spec.handler({
-        deps, req, res, auth, body, query, params,
-        requestId: state(res).requestId,
-        em: () => (em ??= scopedEm(deps.orm, auth)),
-      });
-      await sendDocument(res, result.status ?? spec.status, result.body, { headers: result.headers });
+  const table = new RouteTable(routes);
+  const serve = async (spec: RouteSpec<any, any, any>, req: Request, res: Response): Promise<void> => {
+    const auth = await admit(deps, req, res);
+    requirePermission(auth, spec.permission);
+    const raw = WITH_BODY.has(spec.method) ? await readRawBody(req, spec.bodyLimit ?? DEFAULT_BODY_LIMIT) : Buffer.alloc(0);
+    if (WITH_BODY.has(spec.method) && (await applyIdempotency(idempotency, req, res, auth, raw))) return;
+    const input = spec.body ? parseJson(raw) : undefined;
+    const [body, query, params] = validate([[spec.body, input], [spec.query, req.query], [spec.params, req.params]]);
+    if (spec.temporal) await deps.temporal.ensureAvailable();
+    let em: EntityManager | undefined;
+    const result = await spec.handler({
+      deps, req, res, auth, body, query, params,
+      requestId: state(res).requestId,
+      em: () => (em ??= scopedEm(deps.orm, auth)),
     });
-  }
+    await sendDocument(res, result.status ?? spec.status, result.body, { headers: result.headers });
+  };
+  const dispatch = (req: Request, res: Response, next: NextFunction): void => {
+    let found;
+    try {
+      found = table.match(req.method, req.path);
+    } catch (err) {
+      return next(err);
+    }
+    if (!found) return next();
+    req.params = found.params;
+    serve(found.route, req, res).catch(next);
+  };
+  /** What it serves, for introspection (the OpenAPI completeness test). */
+  return Object.assign(dispatch, { table });
 }

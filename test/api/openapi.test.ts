@@ -13,9 +13,12 @@ beforeAll(async () => {
 });
 afterAll(() => platform?.close());
 
-interface Layer { route?: { path: string; methods: Record<string, boolean> }; handle?: { stack?: Layer[] } }
+interface Layer {
+  route?: { path: string; methods: Record<string, boolean> };
+  handle?: { stack?: Layer[]; table?: { routes(): { method: string; path: string }[] } };
+}
 
-/** Every (method, path) the Express app actually serves, read from its router. */
+/** Every (method, path) the Express app actually serves, read from its router and the /v3 route table. */
 function servedRoutes(): string[] {
   const app = createApp(platform.api.deps) as unknown as { router: { stack: Layer[] } };
   const out: string[] = [];
@@ -26,6 +29,7 @@ function servedRoutes(): string[] {
           if (method !== '_all') out.push(`${method} ${layer.route.path.replace(/:(\w+)/g, '{$1}')}`);
         }
       } else if (layer.handle?.stack) walk(layer.handle.stack);
+      else if (layer.handle?.table) out.push(...layer.handle.table.routes().map((r) => `${r.method} ${r.path}`));
     }
   };
   walk(app.router.stack);

@@ -100,6 +100,24 @@ describe('the /v3 request pipeline', () => {
     expect(res.headers.get('allow')).toBe('GET, PATCH');
   });
 
+  it('routes as Express would: any case, a trailing slash, HEAD, decoded parameters, static before parameter', async () => {
+    const created = await http('/v3/customers', { key, body: { name: 'Route Table' } });
+    const id = created.body.id as string;
+    for (const path of [`/v3/customers/${id}`, `/v3/Customers/${id}`, `/v3/customers/${id}/`]) {
+      const res = await http(path, { key });
+      expect([path, res.status, res.body.id]).toEqual([path, 200, id]);
+    }
+    const head = await http(`/v3/customers/${id}`, { key, method: 'HEAD' });
+    expect([head.status, head.text]).toEqual([200, '']);
+    // The parameter reaches the handler decoded: %5F is "_".
+    expect((await http(`/v3/customers/${id.replace('_', '%5F')}`, { key })).body.id).toBe(id);
+    const bad = await http('/v3/customers/%E0%A4%A', { key });
+    expect([bad.status, bad.body.code]).toEqual([400, 'invalid_path']);
+    // /v3/crm/tasks/automation is its own route, not a task whose id is "automation".
+    const automation = await http('/v3/crm/tasks/automation', { key });
+    expect(automation.status).not.toBe(404);
+  });
+
   it('answers /v2 with 410 pointing to /v3', async () => {
     const res = await http('/v2/customers');
     expect(res.status).toBe(410);
