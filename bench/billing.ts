@@ -1,11 +1,7 @@
-import type { Scenario } from './harness.ts';
+import { percentile, type Scenario } from './harness.ts';
 
 const SUBSCRIPTIONS = 25;
 const CLIENTS = 5;
-
-function percentile(sorted: number[], p: number): number {
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : 0;
-}
 
 /**
  * Billing: subscriptions created per second through update-with-start (tokenize the card, start the

@@ -149,6 +149,11 @@ export async function startBenchPlatform(infra: Infra, opts: { env?: Record<stri
   };
 }
 
+/** The p-th percentile of ascending `sorted` (nearest rank); 0 when empty. */
+export function percentile(sorted: number[], p: number): number {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : 0;
+}
+
 export async function autocannonRun(opts: autocannon.Options): Promise<LoadResult> {
   const result = await autocannon({ duration: 10, connections: 50, ...opts });
   return {

@@ -1,13 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { autocannonRun, type Scenario } from './harness.ts';
+import { autocannonRun, percentile, type Scenario } from './harness.ts';
 
 const CLIENTS = 10;
 const DURATION_S = 10;
-
-function percentile(sorted: number[], p: number): number {
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : 0;
-}
 
 /** `clients` loops starting and awaiting an empty workflow for `seconds`: the bare Temporal figure. */
 async function emptyWorkflows(client: Client, taskQueue: string, clients: number, seconds: number) {

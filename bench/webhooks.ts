@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { recordEvent } from '../domain/events/outbox.ts';
 import { scopedEm, type Scope } from '../domain/scope.ts';
-import type { Scenario } from './harness.ts';
+import { percentile, type Scenario } from './harness.ts';
 
 const EVENTS = 1000;
 const ENDPOINTS = 3;
@@ -51,10 +51,6 @@ async function startReceiver(receipts: Receipt[]): Promise<{ url: string; setSec
       server.close(() => resolve());
     }),
   };
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
 /**
