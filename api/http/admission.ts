@@ -139,11 +139,10 @@ function limited(row: AdmitRow): ApiError {
 /**
  * This instance's side of the concurrency limit. Each API instance has one counter row per key
  * (`concurrency_counters`); admissions add to it in the database. Finished requests are subtracted
- * in bulk at the end of the event-loop turn in which they finished (their responses wait for it),
- * one statement in flight at a time (so two subtractions never lock the instance's rows in
- * different orders). While requests are
- * in flight, a heartbeat keeps the instance's rows counting; if the instance dies, its rows go stale
- * and stop counting after STALE_SECONDS.
+ * in bulk at the end of the event-loop turn in which they finished (their responses wait for it).
+ * Every statement locks the instance's rows in key order, so none can deadlock another. While
+ * requests are in flight, a heartbeat keeps the instance's rows counting; if the instance dies, its
+ * rows go stale and stop counting after STALE_SECONDS.
  */
 export class ConcurrencyTracker {
   readonly instanceId = randomUUID();
@@ -154,8 +153,7 @@ export class ConcurrencyTracker {
   private admissions: { keyHash: string; resolve: (row: AdmitRow) => void; reject: (err: Error) => void }[] = [];
   private admitScheduled: NodeJS.Immediate | null = null;
   private waiting: (() => void)[] = [];
-  /** Subtractions and heartbeats touch several of this instance's rows: one statement at a time. */
-  private queue: Promise<void> = Promise.resolve();
+  private readonly inFlight = new Set<Promise<void>>();
   private readonly heartbeat: NodeJS.Timeout;
   private readonly pool: Pool;
   private readonly onError: (err: Error) => void;
@@ -216,45 +214,50 @@ export class ConcurrencyTracker {
     return new Promise((resolve) => this.waiting.push(resolve));
   }
 
-  private serially(statement: () => Promise<unknown>): Promise<void> {
-    this.queue = this.queue.then(statement).then(() => undefined, (err: Error) => this.onError(err));
-    return this.queue;
-  }
-
-  /** Subtracts what has finished; resolves once everything finished before the call is counted. */
+  /**
+   * Subtracts what has finished; resolves once everything finished before the call is counted.
+   * Several subtractions may be in flight at once: `bp_release` locks the instance's rows in key
+   * order, as admissions and heartbeats do, so they wait for each other but never deadlock.
+   */
   flush(): Promise<void> {
-    return this.serially(async () => {
-      const waiting = this.waiting;
-      this.waiting = [];
-      if (!this.pending.size) return waiting.forEach((done) => done());
-      const batch = [...this.pending];
-      this.pending = new Map();
-      try {
-        await this.pool.query({
-          name: 'bp_release',
-          text: 'select bp_release($1, $2, $3)',
-          values: [this.instanceId, batch.map(([k]) => k), batch.map(([, n]) => n)],
-        });
-      } catch (err) {
-        // Not lost: the counts go back and are sent again shortly.
-        for (const [k, n] of batch) this.pending.set(k, (this.pending.get(k) ?? 0) + n);
-        this.retry ??= setTimeout(() => {
-          this.retry = null;
-          void this.flush();
-        }, 200).unref();
-        throw err;
-      } finally {
-        // A failed subtraction is retried in the background; the responses do not wait for it.
-        for (const done of waiting) done();
-      }
+    const waiting = this.waiting;
+    this.waiting = [];
+    const batch = [...this.pending];
+    this.pending = new Map();
+    const done: Promise<void> = (batch.length ? this.release(batch) : Promise.resolve()).finally(() => {
+      // A failed subtraction is retried in the background; the responses do not wait for it.
+      for (const resolve of waiting) resolve();
+      this.inFlight.delete(done);
     });
+    this.inFlight.add(done);
+    return done;
   }
 
-  private beat(): Promise<void> {
-    return this.serially(async () => {
-      if (!this.local.size) return;
+  private async release(batch: [string, number][]): Promise<void> {
+    try {
+      await this.pool.query({
+        name: 'bp_release',
+        text: 'select bp_release($1, $2, $3)',
+        values: [this.instanceId, batch.map(([k]) => k), batch.map(([, n]) => n)],
+      });
+    } catch (err) {
+      // Not lost: the counts go back and are sent again shortly.
+      for (const [k, n] of batch) this.pending.set(k, (this.pending.get(k) ?? 0) + n);
+      this.retry ??= setTimeout(() => {
+        this.retry = null;
+        void this.flush();
+      }, 200).unref();
+      this.onError(err as Error);
+    }
+  }
+
+  private async beat(): Promise<void> {
+    if (!this.local.size) return;
+    try {
       await this.pool.query('select bp_heartbeat($1, $2)', [this.instanceId, [...this.local.keys()]]);
-    });
+    } catch (err) {
+      this.onError(err as Error);
+    }
   }
 
   async close(): Promise<void> {
@@ -263,5 +266,6 @@ export class ConcurrencyTracker {
     if (this.retry) clearTimeout(this.retry);
     this.scheduled = null;
     await this.flush();
+    await Promise.all(this.inFlight);
   }
 }
