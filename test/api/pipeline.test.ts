@@ -1,5 +1,6 @@
 import { XMLParser } from 'fast-xml-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashKey } from '../../domain/accounts/keys.ts';
 import { client } from '../support/http.ts';
 import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
 
@@ -137,13 +138,20 @@ describe('the /v3 request pipeline', () => {
   });
 
   it('logs requests per key for the dashboard without slowing them', async () => {
+    const own = await platform.newKey();
+    const [{ id }] = (await platform.sql<{ id: string }>('select id from api_keys where key_hash = $1', [hashKey(own)])) as [{ id: string }];
+    const used = () => platform.sql('select 1 from api_keys where id = $1 and last_used_at is not null', [id]);
+    expect(await used()).toHaveLength(0);
+    await http('/v3/customers?limit=1', { key: own });
+    await http('/v3/customers?limit=1', { key: own });
+    await http('/v3/customers/cus_missing', { key: own });
+    // Unknown routes are answered before authentication, so they belong to no key.
+    await http('/v3/custmers?from=logging-test', { key: own });
     await platform.api.deps.requestLog.flush();
-    const rows = await platform.sql<{ requests: number; errors: number }>('select requests, errors from api_key_daily_usage');
-    expect(await platform.sql('select 1 from api_keys where last_used_at is not null')).toHaveLength(1);
-    expect(rows.length).toBe(1);
-    // 415, 406 and unknown routes are answered before authentication, so they belong to no key.
-    expect(rows[0]).toEqual({ requests: 7, errors: 5 });
-    const logged = await platform.sql<{ path: string }>("select path from request_logs where path = '/v3/custmers'");
-    expect(logged.length).toBe(1);
+    expect(await platform.sql('select requests, errors from api_key_daily_usage where api_key_id = $1', [id])).toEqual([{ requests: 3, errors: 1 }]);
+    expect(await used()).toHaveLength(1);
+    const logged = await platform.sql<{ api_key_id: string | null; status: number }>(
+      "select api_key_id, status from request_logs where path = '/v3/custmers' order by id desc limit 1");
+    expect(logged).toEqual([{ api_key_id: null, status: 404 }]);
   });
 });
