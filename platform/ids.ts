@@ -90,17 +90,20 @@ function nextUuidV7(): Uint8Array {
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
-/** TypeID's suffix: the 128 bits, left-padded to 130, as 26 Crockford base32 characters (lowercase). */
-export function encodeBase32(b: Uint8Array): string {
-  const a = ALPHABET;
-  return a[(b[0]! & 224) >> 5]! + a[b[0]! & 31]! + a[(b[1]! & 248) >> 3]! + a[((b[1]! & 7) << 2) | ((b[2]! & 192) >> 6)]!
-    + a[(b[2]! & 62) >> 1]! + a[((b[2]! & 1) << 4) | ((b[3]! & 240) >> 4)]! + a[((b[3]! & 15) << 1) | ((b[4]! & 128) >> 7)]!
-    + a[(b[4]! & 124) >> 2]! + a[((b[4]! & 3) << 3) | ((b[5]! & 224) >> 5)]! + a[b[5]! & 31]! + a[(b[6]! & 248) >> 3]!
-    + a[((b[6]! & 7) << 2) | ((b[7]! & 192) >> 6)]! + a[(b[7]! & 62) >> 1]! + a[((b[7]! & 1) << 4) | ((b[8]! & 240) >> 4)]!
-    + a[((b[8]! & 15) << 1) | ((b[9]! & 128) >> 7)]! + a[(b[9]! & 124) >> 2]! + a[((b[9]! & 3) << 3) | ((b[10]! & 224) >> 5)]!
-    + a[b[10]! & 31]! + a[(b[11]! & 248) >> 3]! + a[((b[11]! & 7) << 2) | ((b[12]! & 192) >> 6)]! + a[(b[12]! & 62) >> 1]!
-    + a[((b[12]! & 1) << 4) | ((b[13]! & 240) >> 4)]! + a[((b[13]! & 15) << 1) | ((b[14]! & 128) >> 7)]! + a[(b[14]! & 124) >> 2]!
-    + a[((b[14]! & 3) << 3) | ((b[15]! & 224) >> 5)]! + a[b[15]! & 31]!;
+/** TypeID's suffix: the 128 bits after two zero bits, as 26 Crockford base32 characters (lowercase). */
+function encodeBase32(bytes: Uint8Array): string {
+  let out = '';
+  let acc = 0;
+  let bits = 2;
+  for (const byte of bytes) {
+    acc = ((acc << 8) | byte) & 0xfff;
+    bits += 8;
+    while (bits >= 5) {
+      bits -= 5;
+      out += ALPHABET[(acc >>> bits) & 31];
+    }
+  }
+  return out;
 }
 
 const TYPEID_SUFFIX = /^[0-7][0-9a-hjkmnp-tv-z]{25}$/;

@@ -38,16 +38,14 @@ export class RouteTable<R extends KnownRoute> {
         params: parts.filter((s) => s.startsWith('{')).map((s) => s.slice(1, -1)),
       };
       const key = `${route.method} ${parts.length}`;
-      const bucket = this.buckets.get(key) ?? [];
-      bucket.push(compiled);
-      // Most specific first: compare segment by segment, a static segment before a parameter.
+      this.buckets.set(key, [...(this.buckets.get(key) ?? []), compiled]);
+    }
+    // Most specific first: segment by segment, a static segment before a parameter.
+    for (const bucket of this.buckets.values()) {
       bucket.sort((a, b) => {
-        for (let i = 0; i < a.segments.length; i++) {
-          if ((a.segments[i] === null) !== (b.segments[i] === null)) return a.segments[i] === null ? 1 : -1;
-        }
-        return 0;
+        const i = a.segments.findIndex((s, k) => (s === null) !== (b.segments[k] === null));
+        return i < 0 ? 0 : a.segments[i] === null ? 1 : -1;
       });
-      this.buckets.set(key, bucket);
     }
   }
 
