@@ -1,59 +1,74 @@
 import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import { z } from 'zod';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { newId } from '../platform/ids.ts';
 import { ApiError } from '../platform/errors.ts';
+import { withLogContext } from '../platform/log-context.ts';
 import { adminRouter } from './admin/router.ts';
-import { createContextInner } from './admin/trpc.ts';
-import type { AppDeps } from './deps.ts';
+import { v3Routes } from '../domain/registry.ts';
+import { FailedAuthThrottle, createContextInner, isUnexpectedAdminError } from './admin/trpc.ts';
+import type { AppDeps } from './http/deps.ts';
 import { hasBody, isJsonContentType } from './http/body.ts';
-import { state, type Format } from './http/context.ts';
+import { state } from './http/context.ts';
 import { fallbackHandler } from './http/fallback.ts';
+import { negotiate } from './http/negotiate.ts';
+import { ERROR_CODES } from './http/error-codes.ts';
 import { errorHandler, sendProblem } from './http/problems.ts';
-import { routeDispatcher, type RouteSpec } from './http/route.ts';
+import { routeDispatcher } from './http/route.ts';
+import { docsCsp, setSecurityHeaders } from './http/security-headers.ts';
 import { sendDocument } from './http/send.ts';
 import { buildOpenApi, type ExtraRoute } from './openapi.ts';
-import { customerRoutes } from './v3/customers.ts';
-import { catalogRoutes } from './v3/catalog.ts';
-import { crmRoutes } from './v3/crm.ts';
-import { inventoryRoutes } from './v3/inventory.ts';
-import { marketplaceRoutes } from './v3/marketplace.ts';
-import { orderRoutes } from './v3/orders.ts';
-import { reportRoutes } from './v3/reports.ts';
-import { storeRoutes } from './v3/stores.ts';
-import { eventRoutes } from './v3/events.ts';
-import { webhookRoutes } from './v3/webhooks.ts';
-import { paymentRoutes } from './v3/payments.ts';
-import { billingRoutes } from './v3/billing.ts';
 
 export const API_VERSION = '3.2.1';
 
-/** Every /v3 route, in one list: mounted, validated and documented from the same definitions. */
-export const v3Routes: RouteSpec<any, any, any>[] = [...customerRoutes, ...crmRoutes, ...storeRoutes, ...catalogRoutes, ...inventoryRoutes, ...orderRoutes, ...reportRoutes, ...marketplaceRoutes, ...paymentRoutes, ...billingRoutes, ...webhookRoutes, ...eventRoutes];
+
+const readiness = z.object({
+  status: z.enum(['ready', 'not_ready']),
+  checks: z.object({ postgres: z.boolean(), temporal: z.boolean(), worker_polling: z.boolean() }),
+  /** What is down, when not ready. */
+  detail: z.string().optional(),
+  /** Request-log rows waiting to be written (kept while the database is down) and dropped over the bound. */
+  request_log: z.object({ pending: z.number().int(), dropped: z.number().int() }),
+});
+
+/** How long /readyz waits for one dependency's check. */
+const READY_CHECK_MS = 1000;
+
+function withinBudget<T>(check: Promise<T>, onTimeout: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<T>((resolve) => { timer = setTimeout(() => resolve(onTimeout), READY_CHECK_MS); });
+  return Promise.race([check, timeout]).finally(() => clearTimeout(timer));
+}
+const errorCodePage = z.object({
+  code: z.string(), status: z.number().int(), title: z.string(), meaning: z.string(), suggestion: z.string(),
+});
 
 const extraRoutes: ExtraRoute[] = [
-  { method: 'get', path: '/healthz', summary: 'Liveness: the process is up', tag: 'Operations', security: false },
-  { method: 'get', path: '/readyz', summary: 'Readiness: PostgreSQL and Temporal reachable, a worker polling', tag: 'Operations', security: false },
+  {
+    method: 'get', path: '/healthz', summary: 'Liveness: the process is up', tag: 'Operations', security: false,
+    responses: { 200: { description: 'Up', schema: z.object({ status: z.literal('ok') }) } },
+  },
+  {
+    method: 'get', path: '/readyz', summary: 'Readiness: PostgreSQL and Temporal reachable, a worker polling', tag: 'Operations', security: false,
+    responses: { 200: { description: 'Ready', schema: readiness }, 503: { description: 'Not ready (see checks)', schema: readiness } },
+  },
   { method: 'get', path: '/v3/openapi.json', summary: 'This OpenAPI 3.1 document', tag: 'Operations', security: false },
-  { method: 'get', path: '/docs', summary: 'Human-readable API reference', tag: 'Operations', security: false },
+  {
+    method: 'get', path: '/docs', summary: 'Human-readable API reference', tag: 'Operations', security: false,
+    responses: { 200: { description: 'An HTML page' } },
+  },
+  {
+    method: 'get', path: '/docs/errors/{code}', summary: 'What an error code means and what to do (the `type` of its problem documents)',
+    tag: 'Operations', security: false,
+    pathParams: z.object({ code: z.string().describe('The problem\'s `code`, e.g. validation_failed') }),
+    responses: {
+      200: { description: 'An HTML page; with Accept: application/json, the same as JSON', schema: errorCodePage },
+      404: { description: 'No such error code (a problem document)' },
+    },
+  },
 ];
-
-const XML_TYPES = ['application/xml', 'text/xml', 'application/problem+xml'];
-const JSON_TYPES = ['application/json', 'application/problem+json', 'application/*', '*/*'];
-
-/** Picks JSON or XML from `Accept` (q-values honoured); null when neither is acceptable. */
-export function negotiate(accept: string | undefined): Format | null {
-  if (!accept) return 'json';
-  let best: { format: Format; q: number } | null = null;
-  for (const part of accept.split(',')) {
-    const [type, ...params] = part.trim().toLowerCase().split(';');
-    const q = Number(params.map((p) => p.trim()).find((p) => p.startsWith('q='))?.slice(2) ?? 1);
-    const format: Format | null = XML_TYPES.includes(type!) ? 'xml' : JSON_TYPES.includes(type!) ? 'json' : null;
-    if (format && q > 0 && (!best || q > best.q)) best = { format, q };
-  }
-  return best?.format ?? null;
-}
 
 export function createApp(deps: AppDeps): express.Express {
   const app = express();
@@ -69,17 +84,19 @@ export function createApp(deps: AppDeps): express.Express {
     st.startedAt = process.hrtime.bigint();
     st.format = 'json';
     res.setHeader('Request-Id', st.requestId);
+    setSecurityHeaders(req, res);
     res.once('finish', () => logRequest(deps, req, res));
 
     const format = negotiate(req.headers.accept);
-    if (!format) {
+    // The /docs pages are HTML: a browser's `Accept: text/html` is theirs to answer.
+    if (!format && !(req.method === 'GET' && (req.path === '/docs' || req.path.startsWith('/docs/')))) {
       return next(new ApiError({
         status: 406, code: 'not_acceptable', title: 'Not Acceptable',
         detail: `Cannot answer with ${req.headers.accept}.`,
         suggestion: 'Send Accept: application/json (the default) or Accept: application/xml.',
       }));
     }
-    st.format = format;
+    st.format = format ?? 'json';
     if (['POST', 'PUT', 'PATCH'].includes(req.method) && hasBody(req) && !isJsonContentType(req) && !req.path.startsWith('/admin/')) {
       return next(new ApiError({
         status: 415, code: 'unsupported_media_type', title: 'Unsupported Media Type',
@@ -87,7 +104,8 @@ export function createApp(deps: AppDeps): express.Express {
         suggestion: 'Send the body as JSON with the header Content-Type: application/json.',
       }));
     }
-    next();
+    // Every line logged while serving it carries the request id (the dispatcher adds account and mode).
+    withLogContext({ request_id: st.requestId }, next);
   });
 
   // The /v3 API first: the hot path passes no other layer.
@@ -95,20 +113,30 @@ export function createApp(deps: AppDeps): express.Express {
 
   app.get('/healthz', (_req, res) => void sendDocument(res, 200, { status: 'ok' }));
   app.get('/readyz', async (_req, res) => {
+    // Each dependency is checked in parallel with its own budget: the answer comes within about
+    // a second and names what is down, whatever hangs.
     const [database, temporal] = await Promise.all([
-      deps.pool.query('select 1').then(() => true, () => false),
-      deps.temporal.probe(),
+      withinBudget(deps.pool.query('select 1').then(() => true, () => false), false),
+      withinBudget(deps.temporal.probe(), { reachable: false, workerPolling: false }),
     ]);
     const ready = database && temporal.reachable && temporal.workerPolling;
+    const down = [
+      ...(database ? [] : ['PostgreSQL is unreachable']),
+      ...(temporal.reachable ? [] : ['Temporal is unreachable']),
+      ...(temporal.reachable && !temporal.workerPolling ? ['no worker polls the task queue'] : []),
+    ];
     await sendDocument(res, ready ? 200 : 503, {
       status: ready ? 'ready' : 'not_ready',
       checks: { postgres: database, temporal: temporal.reachable, worker_polling: temporal.workerPolling },
+      ...(ready ? {} : { detail: `${down.join('; ')}.` }),
+      request_log: deps.requestLog.stats(),
     }, ready ? {} : { headers: { 'Retry-After': '5' } });
   });
 
   const openapi = buildOpenApi(v3Routes, extraRoutes, API_VERSION);
   app.get('/v3/openapi.json', (_req, res) => void sendDocument(res, 200, openapi));
   mountDocs(app);
+  mountErrorPages(app);
 
   app.all(/^\/v2(\/.*)?$/, (req, res) => void sendProblem(req, res, new ApiError({
     status: 410, code: 'version_gone', title: 'Gone',
@@ -117,14 +145,29 @@ export function createApp(deps: AppDeps): express.Express {
     headers: { Link: `<${req.path.replace(/^\/v2/, '/v3')}>; rel="successor-version"` },
   })));
 
+  const adminThrottle = new FailedAuthThrottle();
   app.use('/admin/trpc', createExpressMiddleware({
     router: adminRouter,
-    createContext: ({ req }) => createContextInner({
+    createContext: ({ req, res }) => createContextInner({
       orm: deps.orm,
       temporal: deps.temporal,
+      permissionScopes: deps.permissionScopes,
       adminToken: deps.config.ADMIN_TOKEN,
       presentedToken: /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1],
+      requestId: state(res).requestId,
+      clientIp: req.ip ?? req.socket.remoteAddress ?? 'unknown',
+      throttle: adminThrottle,
     }),
+    // The caller got a generic message with the request id; the details go to the log under it.
+    onError: ({ error, path, ctx }) => {
+      if (isUnexpectedAdminError(error)) {
+        deps.logger.error('admin API call failed', { error: error.cause ?? error, procedure: path ?? null, request_id: ctx?.requestId });
+      }
+    },
+    responseMeta: ({ errors, ctx }) => {
+      if (!errors.some((e) => e.code === 'TOO_MANY_REQUESTS') || !ctx?.clientIp) return {};
+      return { headers: { 'Retry-After': String(Math.max(1, Math.ceil(adminThrottle.blockedFor(ctx.clientIp) / 1000))) } };
+    },
   }));
 
   app.use(fallbackHandler([...v3Routes, ...extraRoutes]));
@@ -132,18 +175,53 @@ export function createApp(deps: AppDeps): express.Express {
   return app;
 }
 
+/** One page per error code, so every problem's `type` URL resolves (api/http/error-codes.ts). */
+function mountErrorPages(app: express.Express): void {
+  app.get('/docs/errors/:code', (req, res, next) => {
+    const code = req.params.code;
+    const entry = Object.hasOwn(ERROR_CODES, code) ? ERROR_CODES[code] : undefined;
+    if (!entry) {
+      return next(new ApiError({
+        status: 404, code: 'not_found', title: 'Not Found',
+        detail: `No error code '${code}' is documented.`,
+        suggestion: 'Use the `code` of a problem document; its `type` member links to the right page.',
+      }));
+    }
+    if (req.accepts(['html', 'json']) === 'json' || state(res).format === 'xml') {
+      return void sendDocument(res, 200, { code, ...entry });
+    }
+    res.type('html').send(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${code}: ${escapeHtml(entry.title)}</title></head>
+<body><main>
+<h1><code>${code}</code></h1>
+<p>HTTP ${entry.status} ${escapeHtml(entry.title)}</p>
+<h2>Meaning</h2><p>${escapeHtml(entry.meaning)}</p>
+<h2>What to do</h2><p>${escapeHtml(entry.suggestion)}</p>
+<p>Every problem document carries a <code>request_id</code>; quote it when you contact support. <a href="/docs">API reference</a></p>
+</main></body></html>`);
+  });
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
 function mountDocs(app: express.Express): void {
   const require = createRequire(import.meta.url);
   const swaggerDir = dirname(require.resolve('swagger-ui-dist/package.json'));
   app.use('/docs/assets', express.static(swaggerDir, { index: false, maxAge: '1h' }));
-  app.get('/docs', (_req, res) => {
-    res.type('html').send(`<!doctype html>
+  const script = "window.ui = SwaggerUIBundle({ url: '/v3/openapi.json', dom_id: '#docs', deepLinking: true, validatorUrl: null });";
+  const csp = docsCsp(script);
+  const page = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Business Platform API v3</title>
 <link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
 <body><div id="docs"></div>
 <script src="/docs/assets/swagger-ui-bundle.js"></script>
-<script>window.ui = SwaggerUIBundle({ url: '/v3/openapi.json', dom_id: '#docs', deepLinking: true });</script>
-</body></html>`);
+<script>${script}</script>
+</body></html>`;
+  app.get('/docs', (_req, res) => {
+    res.setHeader('Content-Security-Policy', csp);
+    res.type('html').send(page);
   });
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { PROBLEM_BASE } from './http/problems.ts';
+import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponsesObject } from 'zod-openapi';
+import { ERROR_DOCS_PATH } from './http/error-codes.ts';
 import type { RouteSpec } from './http/route.ts';
 
 /** A route outside the /v3 pipeline (health, docs), listed so the document covers all the app serves. */
@@ -9,119 +10,124 @@ export interface ExtraRoute {
   summary: string;
   tag: string;
   security: boolean;
+  /** What it answers; a JSON body when `schema` is set. Default: 200 with no schema. */
+  responses?: Record<number, { description: string; schema?: z.ZodType }>;
+  /** The `{name}` segments of `path`. */
+  pathParams?: z.ZodObject;
 }
 
-const problemSchema = {
-  type: 'object',
-  required: ['type', 'title', 'status', 'detail', 'code', 'request_id', 'suggestion'],
-  properties: {
-    type: { type: 'string', format: 'uri', description: `${PROBLEM_BASE}<code>` },
-    title: { type: 'string' },
-    status: { type: 'integer' },
-    detail: { type: 'string' },
-    instance: { type: 'string' },
-    code: { type: 'string' },
-    request_id: { type: 'string' },
-    suggestion: { type: 'string' },
-    errors: { type: 'array', items: { type: 'object', required: ['path', 'message'], properties: { path: { type: 'string' }, message: { type: 'string' } } } },
-  },
-};
+/** The RFC 9457 problem document every error answers with (extension members allowed). */
+export const problemSchema = z
+  .looseObject({
+    type: z.string().meta({ format: 'uri', description: `The page documenting the code on this server: <scheme>://<host>${ERROR_DOCS_PATH}<code>` }),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    instance: z.string().optional(),
+    code: z.string(),
+    request_id: z.string(),
+    suggestion: z.string(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .meta({ id: 'Problem' });
+
+const OUTPUT_SUFFIX = 'Output';
+
+const problemContent = { 'application/problem+json': { schema: problemSchema } };
+const problem = (description: string) => ({ description, content: problemContent });
+
+const WITH_BODY = new Set(['post', 'put', 'patch']);
+
+/** The statuses the pipeline itself can answer for a route, before or around its handler. */
+function errorResponses(spec: RouteSpec<any, any, any>): ZodOpenApiResponsesObject {
+  const out: ZodOpenApiResponsesObject = {
+    401: problem('Missing, malformed, unknown, expired or revoked API key'),
+    403: problem(`The key lacks ${spec.permission}`),
+    406: problem('Accept names neither JSON nor XML'),
+    429: problem('Rate or concurrency limit reached'),
+    503: problem(spec.temporal
+      ? 'PostgreSQL or Temporal unreachable, or Temporal did not answer in time; retry with the same Idempotency-Key'
+      : 'PostgreSQL unreachable; nothing changed'),
+  };
+  if (WITH_BODY.has(spec.method)) Object.assign(out, {
+    400: problem(spec.body ? 'Malformed JSON, or an invalid Idempotency-Key' : 'Invalid Idempotency-Key'),
+    409: problem('Idempotency key in use, or a state conflict'),
+    413: problem('Body larger than allowed'),
+    415: problem('Body is not application/json'),
+    422: problem('Idempotency-Key already used with a different request'),
+  });
+  if (spec.body || spec.query || spec.params) out['422'] = problem('Validation failed (every bad field listed)');
+  if (spec.params) out['404'] = problem('No such record in this account and mode');
+  return out;
+}
+
+function successContent(schema: z.ZodType) {
+  return {
+    'application/json': { schema },
+    'application/xml': { schema: { description: 'The same document as XML' } },
+  };
+}
+
+function operation(spec: RouteSpec<any, any, any>): ZodOpenApiOperationObject {
+  const responses: ZodOpenApiResponsesObject = {
+    [spec.status]: { description: 'Success', content: successContent(spec.response) },
+    ...errorResponses(spec),
+  };
+  for (const [status, extra] of Object.entries(spec.responses ?? {})) {
+    responses[status as `${1 | 2 | 3 | 4 | 5}${string}`] = extra.schema
+      ? { description: extra.description, content: successContent(extra.schema) }
+      : problem(extra.description);
+  }
+  return {
+    operationId: spec.operationId,
+    summary: spec.summary,
+    tags: [spec.tag],
+    'x-permission': spec.permission,
+    requestParams: {
+      ...(spec.params ? { path: spec.params as z.ZodObject } : {}),
+      ...(spec.query ? { query: spec.query as z.ZodObject } : {}),
+    },
+    parameters: WITH_BODY.has(spec.method)
+      ? [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 } }]
+      : [],
+    ...(spec.body ? { requestBody: { required: true, content: { 'application/json': { schema: spec.body } } } } : {}),
+    responses,
+  };
+}
 
 /**
- * Converts a zod schema to JSON Schema. Shared definitions (named schemas, recursive ones such as
- * JSON values) are hoisted into `components` and their `#/$defs/…` references rewritten to point
- * there; a name already taken by a different definition gets a numeric suffix.
+ * The OpenAPI 3.1 document, generated by zod-openapi from the same zod schemas that validate
+ * requests. A schema named with `.meta({ id })` becomes one component that every use references;
+ * two different schemas under one id fail the build (no reference can point at the wrong one).
+ * A named schema that reads differently as a request and as a response gets a second component,
+ * `<id>Output`, for the response form.
  */
-type Components = Record<string, unknown>;
-
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output', components: Components): Record<string, unknown> {
-  const { $schema: _drop, $defs = {}, ...root } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;
-  const defs = $defs as Record<string, unknown>;
-  const names = new Map<string, string>();
-  const rewrite = (value: unknown): any =>
-    JSON.parse(JSON.stringify(value).replace(/"#\/\$defs\/([^"]+)"/g, (_m, name: string) => `"#/components/schemas/${names.get(name)}"`));
-  for (const name of Object.keys(defs)) {
-    const base = name.startsWith('__schema') ? 'JsonValue' : io === 'input' ? `${name}Input` : name;
-    names.set(name, base);
-  }
-  for (const [name, def] of Object.entries(defs)) {
-    let target = names.get(name)!;
-    for (let i = 2; target in components && JSON.stringify(components[target]) !== JSON.stringify(rewrite(def)); i++) target = `${names.get(name)}${i}`;
-    names.set(name, target);
-    components[target] = rewrite(def);
-  }
-  return rewrite(root);
-}
-
-function queryParameters(schema: z.ZodType, location: 'query' | 'path', components: Components) {
-  const json = jsonSchema(schema, 'input', components) as { properties?: Record<string, Record<string, unknown>>; required?: string[] };
-  return Object.entries(json.properties ?? {}).map(([name, prop]) => ({
-    name,
-    in: location,
-    required: location === 'path' || (json.required ?? []).includes(name),
-    description: prop.description,
-    schema: prop,
-  }));
-}
-
-const errorResponses = (spec: RouteSpec<any, any, any>) => {
-  const problem = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
-  const out: Record<string, unknown> = {
-    401: { description: 'Missing, malformed, unknown, expired or revoked API key', content: problem },
-    403: { description: `The key lacks ${spec.permission}`, content: problem },
-    429: { description: 'Rate or concurrency limit reached', content: problem },
-  };
-  if (spec.body) Object.assign(out, {
-    400: { description: 'Malformed JSON', content: problem },
-    409: { description: 'Idempotency key in use, or a state conflict', content: problem },
-    413: { description: 'Body larger than allowed', content: problem },
-    415: { description: 'Body is not application/json', content: problem },
-  });
-  if (spec.body || spec.query) out[422] = { description: 'Validation failed (every bad field listed)', content: problem };
-  if (spec.params) out[404] = { description: 'No such record in this account and mode', content: problem };
-  if (spec.temporal) out[503] = { description: 'Temporal unreachable; nothing changed', content: problem };
-  return out;
-};
-
-/** The OpenAPI 3.1 document, generated from the same zod schemas that validate requests. */
 export function buildOpenApi(routes: RouteSpec<any, any, any>[], extras: ExtraRoute[], version: string): Record<string, unknown> {
-  const paths: Record<string, Record<string, unknown>> = {};
-  const components: Components = { Problem: problemSchema };
+  const paths: ZodOpenApiPathsObject = {};
+  const ids = new Set<string>();
   for (const spec of routes) {
-    const parameters = [
-      ...(spec.params ? queryParameters(spec.params, 'path', components) : []),
-      ...(spec.query ? queryParameters(spec.query, 'query', components) : []),
-      ...(spec.body && spec.method !== 'get' ? [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 } }] : []),
-    ];
-    (paths[spec.path] ??= {})[spec.method] = {
-      operationId: spec.operationId,
-      summary: spec.summary,
-      tags: [spec.tag],
-      'x-permission': spec.permission,
-      parameters,
-      ...(spec.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(spec.body, 'input', components) } } } } : {}),
-      responses: {
-        [spec.status]: {
-          description: 'Success',
-          content: {
-            'application/json': { schema: jsonSchema(spec.response, 'output', components) },
-            'application/xml': { schema: { description: 'The same document as XML' } },
-          },
-        },
-        ...errorResponses(spec),
-      },
-    };
+    const item = (paths[spec.path] ??= {});
+    if (item[spec.method]) throw new Error(`OpenAPI: ${spec.method.toUpperCase()} ${spec.path} is defined twice`);
+    item[spec.method] = operation(spec);
   }
   for (const extra of extras) {
+    const responses: ZodOpenApiResponsesObject = {};
+    for (const [status, r] of Object.entries(extra.responses ?? { 200: { description: 'OK' } })) {
+      responses[status as `${1 | 2 | 3 | 4 | 5}${string}`] = r.schema
+        ? { description: r.description, content: { 'application/json': { schema: r.schema } } }
+        : { description: r.description };
+    }
+    responses['406'] = problem('Accept names neither JSON nor XML');
     (paths[extra.path] ??= {})[extra.method] = {
       operationId: extra.path.replace(/\W+/g, '_').replace(/^_|_$/g, ''),
       summary: extra.summary,
       tags: [extra.tag],
       ...(extra.security ? {} : { security: [] }),
-      responses: { 200: { description: 'OK' } },
+      ...(extra.pathParams ? { requestParams: { path: extra.pathParams } } : {}),
+      responses,
     };
   }
-  return {
+  const document = createDocument({
     openapi: '3.1.0',
     info: {
       title: 'Business Platform API',
@@ -132,8 +138,20 @@ export function buildOpenApi(routes: RouteSpec<any, any, any>[], extras: ExtraRo
     security: [{ bearerAuth: [] }],
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'bp_live_…, bp_test_… or restricted bp_rk_… keys' } },
-      schemas: components,
+      schemas: { Problem: problemSchema },
     },
     paths,
-  };
+  }, {
+    outputIdSuffix: OUTPUT_SUFFIX,
+    override: ({ zodSchema }) => {
+      const id = z.globalRegistry.get(zodSchema as z.core.$ZodType)?.id;
+      if (id) ids.add(id);
+    },
+  });
+  // zod-openapi names the response form of `X` `XOutput`, which would overwrite a schema whose own
+  // id is `XOutput`: refuse such a pair.
+  for (const id of ids) {
+    if (ids.has(id + OUTPUT_SUFFIX)) throw new Error(`OpenAPI: schema id "${id}${OUTPUT_SUFFIX}" is reserved for the response form of "${id}"; rename it`);
+  }
+  return document as unknown as Record<string, unknown>;
 }

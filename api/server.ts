@@ -1,14 +1,17 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { nativePool, type MikroORM } from '../db/orm.ts';
-import { createPaymentGateways, type PaymentGateways } from '../domain/payments/gateways/index.ts';
+import { type MikroORM } from '../db/orm.ts';
+import { nativePool } from '../db/pool.ts';
+import { holdInstanceLock } from '../domain/idempotency/liveness.ts';
+import { buildServices, eventCatalog, permissionScopes } from '../domain/registry.ts';
 import { RequestLogBuffer } from '../domain/requests/log-buffer.ts';
 import type { Config } from '../platform/config.ts';
+import type { AreaServices } from '../platform/services.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { TemporalHandle } from '../platform/temporal.ts';
 import { createApp } from './app.ts';
-import { ConcurrencyTracker } from './http/admission.ts';
-import type { AppDeps } from './deps.ts';
+import { ConcurrencyTracker, type RateLimitClock } from './http/admission.ts';
+import type { AppDeps } from './http/deps.ts';
 
 export interface RunningApi {
   url: string;
@@ -19,19 +22,25 @@ export interface RunningApi {
 /** Builds the API's dependencies over an ORM and a Temporal client, and listens. */
 export async function startApiServer(opts: {
   config: Config; orm: MikroORM; temporal: TemporalHandle; logger: Logger; port: number; host: string;
-  paymentGateways?: PaymentGateways;
+  /** Replaces some of the areas' services (tests: a payment gateway they control). */
+  services?: Partial<AreaServices>;
+  /** Tests: a shifted clock for the rate-limit windows (shared by the API instances of one test). */
+  rateLimitClock?: RateLimitClock;
 }): Promise<RunningApi> {
   const pool = await nativePool(opts.orm);
+  const platform = { config: opts.config, orm: opts.orm, logger: opts.logger };
   const deps: AppDeps = {
-    config: opts.config,
-    orm: opts.orm,
+    ...platform,
+    ...buildServices(platform, opts.services),
     pool,
     temporal: opts.temporal,
-    logger: opts.logger,
     requestLog: new RequestLogBuffer(pool, opts.logger, opts.config.REQUEST_LOG_FLUSH_MS),
-    paymentGateways: opts.paymentGateways ?? createPaymentGateways(opts.config, async () => pool),
-    concurrency: new ConcurrencyTracker(pool, (err) => opts.logger.warn('concurrency counter not updated', { error: err.message })),
+    events: eventCatalog,
+    permissionScopes,
+    concurrency: new ConcurrencyTracker(pool, (err) => opts.logger.warn('concurrency counter not updated', { error: err.message }), opts.rateLimitClock),
   };
+  // Before the first claim: a claim whose owner holds no lock is taken over by other instances.
+  const instanceLock = await holdInstanceLock(pool, deps.concurrency.instanceId, (err) => opts.logger.warn('instance liveness lock not held', { error: err.message }));
   const app = createApp(deps);
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(opts.port, opts.host, () => resolve(s));
@@ -50,6 +59,7 @@ export async function startApiServer(opts: {
         server.closeIdleConnections();
       });
       await Promise.all([deps.requestLog.flush(), deps.concurrency.close()]);
+      await instanceLock.close();
     },
   };
 }

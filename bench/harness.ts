@@ -1,3 +1,4 @@
+import { permissionScopes } from '../domain/registry.ts';
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -7,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createOrm, migrate, type MikroORM } from '../db/orm.ts';
+import { startThrowawayInfra, withDatabase } from '../platform/throwaway-infra.ts';
 import { createAccount, createKey, type CreateKeyInput } from '../domain/accounts/service.ts';
 
 /**
@@ -59,23 +61,11 @@ export interface Infra {
 /** PostgreSQL (BENCH_DATABASE_URL, else embedded) and Temporal (TEMPORAL_ADDRESS, else a dev server). */
 export async function startInfra(): Promise<Infra> {
   const work = mkdtempSync(join(tmpdir(), 'bp-bench-'));
-  const stops: (() => Promise<void>)[] = [];
-  let adminDbUrl = process.env.BENCH_DATABASE_URL;
-  if (!adminDbUrl) {
-    const { startEmbeddedPostgres } = await import('../platform/embedded-postgres.ts');
-    const local = await startEmbeddedPostgres({ dataDir: join(work, 'pg'), persistent: false });
-    stops.push(local.stop);
-    adminDbUrl = local.url;
-  }
-  let temporalAddress = process.env.TEMPORAL_ADDRESS;
-  if (!temporalAddress) {
-    const { startTemporalDevServer } = await import('../platform/temporal-dev-server.ts');
-    const server = await startTemporalDevServer({ uiPort: null, logFile: join(work, 'temporal.log') });
-    stops.push(server.stop);
-    temporalAddress = server.address;
-  }
+  const { adminDbUrl, temporalAddress, stops } = await startThrowawayInfra({
+    databaseUrl: process.env.BENCH_DATABASE_URL, temporalAddress: process.env.TEMPORAL_ADDRESS, workDir: work,
+  });
   return {
-    adminDbUrl, temporalAddress: temporalAddress!,
+    adminDbUrl, temporalAddress,
     async stop() {
       for (const stop of stops.reverse()) await stop();
       rmSync(work, { recursive: true, force: true });
@@ -83,11 +73,6 @@ export async function startInfra(): Promise<Infra> {
   };
 }
 
-function withDatabase(url: string, database: string): string {
-  const u = new URL(url);
-  u.pathname = `/${database}`;
-  return u.toString();
-}
 
 /** Spawns `node <script>` and resolves with the first JSON line it prints on stdout. */
 export async function spawnServer(script: string, env: Record<string, string>): Promise<{ child: ChildProcess; info: Record<string, string> }> {
@@ -135,7 +120,7 @@ export async function startBenchPlatform(infra: Infra, opts: { env?: Record<stri
       return (await createAccount(orm, { name: `Bench ${randomBytes(3).toString('hex')}`, tier })).id;
     },
     async newKey(input = {}) {
-      return (await createKey(orm, { name: 'bench', type: 'test', accountId: premium, ...input })).secret;
+      return (await createKey(orm, { name: 'bench', type: 'test', accountId: premium, ...input }, permissionScopes)).secret;
     },
     async sql(text, values) {
       return (await (await orm.em.getConnection().getNativeClient()).query(text, values)).rows;

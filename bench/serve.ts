@@ -5,14 +5,17 @@ import { loadConfigOrExit } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
 import { onShutdown } from '../platform/process.ts';
 import { createTemporalHandle } from '../platform/temporal.ts';
-import { startWorkers } from '../worker/worker.ts';
+import { buildWorkflowBundle, startWorkers } from '../worker/worker.ts';
 
 const config = loadConfigOrExit();
 const logger = createLogger(config.LOG_LEVEL);
 const orm = await createOrm({ url: config.DATABASE_URL!, poolMax: config.DATABASE_POOL_MAX });
 const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX });
+// The benchmark's empty workflow (the bare-Temporal baseline) is bundled here only, never in production.
+const { code } = await buildWorkflowBundle([new URL('./baseline-workflow.ts', import.meta.url)]);
 const workers = await startWorkers({
   address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX, orm, logger,
+  bundle: { code },
 });
 const api = await startApiServer({ config, orm, temporal, logger, port: 0, host: '127.0.0.1' });
 console.log(JSON.stringify({ url: api.url }));

@@ -5,14 +5,17 @@
  *        [--permissions area:read,area:write] [--expires YYYY-MM-DD] [--account ACCOUNT_ID] [--json]
  *   npm run --silent cli -- keys list [--account ACCOUNT_ID] [--json]
  *   npm run --silent cli -- keys revoke KEY_ID [--json]
- * It works on the same database as `npm start`: DATABASE_URL, or the embedded one under .data/.
+ * It works on the same database as `npm start` (platform/local-database.ts resolveDatabase): DATABASE_URL,
+ * or the embedded one under DATA_DIR (default .data/); it names it on stderr, password masked.
  */
 import { parseArgs } from 'node:util';
 import { createOrm, migrate, type MikroORM } from '../db/orm.ts';
+import { permissionScopes } from '../domain/registry.ts';
 import { ACCOUNT_TIERS, KEY_TYPES, type AccountTier, type KeyType } from '../domain/accounts/entities.ts';
 import { createAccount, createKey, keyUsage, listKeys, revokeKey } from '../domain/accounts/service.ts';
 import { ApiError } from '../platform/errors.ts';
-import { DEFAULT_DATA_DIR, openLocalDatabase } from '../platform/local-database.ts';
+import { loadConfigOrExit } from '../platform/config.ts';
+import { maskDatabaseUrl, resolveDatabase } from '../platform/local-database.ts';
 
 const USAGE = `Usage:
   cli accounts create --name NAME [--tier standard|premium] [--json]
@@ -67,7 +70,7 @@ async function run(orm: MikroORM, [area, action, arg]: string[]): Promise<void> 
         permissions: opts.permissions?.split(',').map((p) => p.trim()).filter(Boolean),
         expires: opts.expires,
         accountId: opts.account,
-      });
+      }, permissionScopes);
       return print({ ...key, key: secret, masked: key.key }, [
         `Created ${key.type} key ${key.id} (${key.mode} mode) on account ${key.account_id}`,
         '',
@@ -99,8 +102,10 @@ if (opts.help) {
   process.exit(0);
 }
 
-const local = process.env.DATABASE_URL ? null : await openLocalDatabase({ dataDir: process.env.DATA_DIR || DEFAULT_DATA_DIR, advertise: false });
-const orm = await createOrm({ url: process.env.DATABASE_URL ?? local!.url, poolMax: 2 });
+// The same resolution as `npm start` (resolveDatabase); said on stderr so `--json` output stays clean.
+const local = await resolveDatabase(loadConfigOrExit(), { advertise: false });
+console.error(`database: ${maskDatabaseUrl(local.url)} (${local.source})`);
+const orm = await createOrm({ url: local.url, poolMax: 2, statementTimeoutMs: 0 });
 let exitCode = 0;
 try {
   await migrate(orm);
@@ -122,6 +127,6 @@ try {
   }
 } finally {
   await orm.close();
-  await local?.stop();
+  await local.stop();
 }
 process.exit(exitCode);

@@ -9,7 +9,7 @@ import { join, relative } from 'node:path';
 import { startApiServer } from '../api/server.ts';
 import { createOrm, migrate } from '../db/orm.ts';
 import { loadConfigOrExit } from '../platform/config.ts';
-import { DEFAULT_DATA_DIR, openLocalDatabase } from '../platform/local-database.ts';
+import { DEFAULT_DATA_DIR, maskDatabaseUrl, resolveDatabase } from '../platform/local-database.ts';
 import { createLogger } from '../platform/logger.ts';
 import { onShutdown } from '../platform/process.ts';
 import { createTemporalHandle } from '../platform/temporal.ts';
@@ -28,13 +28,11 @@ onShutdown(logger, stopAll);
 try {
   const step = (what: string) => console.log(`• ${what}`);
 
-  let databaseUrl = config.DATABASE_URL;
-  if (!databaseUrl) {
-    step(`starting embedded PostgreSQL (${relative(process.cwd(), join(dataDir, 'postgres')) || '.'})`);
-    const local = await openLocalDatabase({ dataDir, advertise: true });
-    stops.push(local.stop);
-    databaseUrl = local.url;
-  }
+  if (!config.DATABASE_URL) step(`embedded PostgreSQL (${relative(process.cwd(), join(dataDir, 'postgres')) || '.'})`);
+  const database = await resolveDatabase(config, { advertise: true });
+  stops.push(database.stop);
+  const databaseUrl = database.url;
+  step(`database: ${maskDatabaseUrl(databaseUrl)} (${database.source})`);
 
   let temporalAddress = config.TEMPORAL_ADDRESS;
   let temporalUi = config.TEMPORAL_UI_URL ?? null;

@@ -33,19 +33,26 @@ export function exponent(currency: string): number {
 const DECIMAL = /^([+-])?(\d+)(?:\.(\d+))?$/;
 
 /**
- * Rounds a non-negative or negative integer `numerator / 10^shift` half-even. Exposed through the
- * helpers below; all arithmetic is on bigints.
+ * `numerator / denominator` rounded half-even (banker's rounding), exact on bigints, for either
+ * sign of either operand: 5/2 → 2, 7/2 → 4, -5/2 → -2, -7/2 → -4, 7/3 → 2. The one rounding
+ * helper of the platform; every money division goes through it. Pure (no imports), so workflows
+ * may use it. Throws a RangeError when `denominator` is 0n.
  */
+export function divideHalfEven(numerator: bigint, denominator: bigint): bigint {
+  if (denominator === 0n) throw new RangeError('divideHalfEven: division by zero');
+  const negative = numerator < 0n !== denominator < 0n;
+  const n = numerator < 0n ? -numerator : numerator;
+  const d = denominator < 0n ? -denominator : denominator;
+  let q = n / d;
+  const twice = (n % d) * 2n;
+  if (twice > d || (twice === d && q % 2n === 1n)) q += 1n;
+  return negative ? -q : q;
+}
+
+/** `value / 10^shift` rounded half-even (a negative `shift` multiplies exactly). */
 function divPow10HalfEven(value: bigint, shift: number): bigint {
   if (shift <= 0) return value * 10n ** BigInt(-shift);
-  const divisor = 10n ** BigInt(shift);
-  const negative = value < 0n;
-  const abs = negative ? -value : value;
-  let q = abs / divisor;
-  const r = abs % divisor;
-  const twice = r * 2n;
-  if (twice > divisor || (twice === divisor && q % 2n === 1n)) q += 1n;
-  return negative ? -q : q;
+  return divideHalfEven(value, 10n ** BigInt(shift));
 }
 
 /**

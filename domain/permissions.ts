@@ -1,18 +1,17 @@
-/** Permissions are `<area>:<read|write>`; write implies read. Live and test keys hold all of them. */
-export const AREAS = [
-  'billing', 'commerce', 'crm', 'erp', 'communications', 'payments',
-  'shipping', 'warehouses', 'rewards', 'analytics', 'webhooks',
-] as const;
-export type Area = (typeof AREAS)[number];
+/**
+ * Permissions are `<scope>:<read|write>`; write implies read. Live and test keys hold all of them.
+ * The scopes are those the areas declare (their descriptors' `permissions`, gathered by
+ * domain/registry.ts).
+ */
 export type Access = 'read' | 'write';
-export type Permission = `${Area}:${Access}`;
+export type Permission = `${string}:${Access}`;
 
 export const ALL_PERMISSIONS = '*';
 
-const PERMISSION = new RegExp(`^(${AREAS.join('|')}):(read|write)$`);
-
-export function isPermission(value: string): value is Permission {
-  return PERMISSION.test(value);
+/** True when `value` is `<scope>:read` or `<scope>:write` for one of `scopes`. */
+export function isPermission(value: string, scopes: readonly string[]): value is Permission {
+  const [scope, access, ...rest] = value.split(':');
+  return rest.length === 0 && (access === 'read' || access === 'write') && scopes.includes(scope!);
 }
 
 /** True when a key holding `granted` may perform `required`. */

@@ -20,12 +20,19 @@ const schema = z.object({
   DATABASE_POOL_MAX: positiveInt.default(20),
   TEMPORAL_ADDRESS: z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port, e.g. 127.0.0.1:7233').optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  /** Longest an API request waits on Temporal calls (beyond a route's own wait); then it answers 503 (within 5 s in all). */
+  TEMPORAL_CALL_TIMEOUT_MS: positiveInt.min(500).default(4000),
   TEMPORAL_UI_PORT: port.default(8233),
   /** gRPC port of the dev server `npm start` runs when TEMPORAL_ADDRESS is unset. */
   TEMPORAL_PORT: port.default(7233),
   /** Where `npm start` keeps the embedded PostgreSQL and the Temporal dev server's SQLite file. */
   DATA_DIR: z.string().min(1).optional(),
   TEMPORAL_UI_URL: z.url().optional(),
+  /**
+   * Workers: how long a workflow task waits for the worker that has the workflow cached (its sticky
+   * queue) before any worker may take it; bounds the pause of those workflows when that worker dies.
+   */
+  TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: positiveInt.min(500).default(10_000),
   /** Prepended to every task queue name; lets test files and tenants share one Temporal server. */
   TASK_QUEUE_PREFIX: z.string().default(''),
   ADMIN_TOKEN: z.string().min(16, 'use at least 16 characters').optional(),
@@ -48,10 +55,20 @@ const schema = z.object({
   WEBHOOK_HEARTBEAT_TIMEOUT_MS: positiveInt.min(500).default(10_000),
   /** Outbox: how often the dispatcher sweeps for undispatched events when no write has nudged it. */
   EVENT_DISPATCH_SWEEP_MS: positiveInt.min(100).default(5000),
+  /**
+   * Outbox: the workflow task timeout of the dispatcher and of the workflows it starts (Temporal's
+   * default); a worker that dies in the middle of one of their workflow tasks (a webhook's first
+   * attempt is a local activity, run inside one) is noticed after this.
+   */
+  EVENT_WORKFLOW_TASK_TIMEOUT_MS: positiveInt.min(1000).max(120_000).default(10_000),
   /** Payments: how long POST /v3/payments/process waits for the gateway before answering 202. */
   PAYMENTS_SYNC_WAIT_MS: z.coerce.number().int().min(0).max(25_000).default(5000),
-  /** Live-mode gateway for accounts that have not chosen one; default: stripe when STRIPE_API_KEY is set, else sandbox. */
+  /** Live-mode gateway for accounts that have not chosen one; default: stripe when STRIPE_API_KEY is set, else none (live payments refused). */
   PAYMENTS_LIVE_GATEWAY: z.enum(['sandbox', 'stripe']).optional(),
+  /** Development only: let live-mode payments go through the sandbox gateway (no money moves). Logged as a warning at start. */
+  PAYMENTS_LIVE_SANDBOX: bool.default(false),
+  /** The HMAC key of card fingerprints; default: a key generated once per installation and kept in the database. */
+  CARD_FINGERPRINT_KEY: z.string().min(32, 'use at least 32 characters (e.g. openssl rand -base64 32)').optional(),
   /** Risk score (0-100) at or above which a payment with fraud_protection is blocked. */
   PAYMENTS_RISK_BLOCK_THRESHOLD: z.coerce.number().int().min(0).max(100).default(75),
   /** How long the sandbox gateway's slow test card takes. */
@@ -63,6 +80,13 @@ const schema = z.object({
   STRIPE_API_BASE: z.url().optional(),
   /** Billing: a subscription's workflow continues as new after this many billing cycles (bounded history). */
   BILLING_CYCLES_PER_RUN: z.coerce.number().int().min(1).max(1000).default(12),
+}).superRefine((config, ctx) => {
+  if (config.PAYMENTS_LIVE_GATEWAY === 'sandbox' && !config.PAYMENTS_LIVE_SANDBOX) {
+    ctx.addIssue({
+      code: 'custom', path: ['PAYMENTS_LIVE_GATEWAY'],
+      message: 'the sandbox moves no money: live mode uses it only with PAYMENTS_LIVE_SANDBOX=true (development)',
+    });
+  }
 });
 
 export type Config = z.infer<typeof schema>;

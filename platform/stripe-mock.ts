@@ -4,35 +4,20 @@
  * binary comes from STRIPE_MOCK_BIN, PATH, or a cached build in `.tools/bin` (built once with Go).
  */
 import { execFile, spawn } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
-import { delimiter, dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { TOOLS_BIN, findOnPath, isExecutable } from './executables.ts';
 
 export const STRIPE_MOCK_MODULE = 'github.com/stripe/stripe-mock@v0.197.0';
-const TOOLS_BIN = join(resolve(dirname(fileURLToPath(import.meta.url)), '..'), '.tools', 'bin');
-
-function executable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** The stripe-mock binary, building it into `.tools/bin` with `go install` when there is none. */
 export async function ensureStripeMock(log: (line: string) => void = () => undefined): Promise<string> {
-  const candidates = [
-    process.env.STRIPE_MOCK_BIN,
-    ...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, 'stripe-mock')),
-    join(TOOLS_BIN, 'stripe-mock'),
-  ].filter((c): c is string => Boolean(c));
-  const found = candidates.find(executable);
+  const fromEnv = process.env.STRIPE_MOCK_BIN;
+  const found = fromEnv && isExecutable(fromEnv) ? fromEnv : findOnPath('stripe-mock', [TOOLS_BIN]);
   if (found) return found;
   log(`building ${STRIPE_MOCK_MODULE} into ${TOOLS_BIN} (once) …`);
   try {
-    const go = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, 'go')), '/usr/local/go/bin/go'].find(executable) ?? 'go';
+    const go = findOnPath('go', ['/usr/local/go/bin']) ?? 'go';
     await promisify(execFile)(go, ['install', STRIPE_MOCK_MODULE], {
       env: { ...process.env, GOBIN: TOOLS_BIN, CGO_ENABLED: '0' }, maxBuffer: 16 * 1024 * 1024,
     });

@@ -4,12 +4,12 @@
  * without any of those, `@temporalio/testing` is asked to download one.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, createWriteStream, openSync, closeSync, readFileSync } from 'node:fs';
+import { createWriteStream, openSync, closeSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join, resolve } from 'node:path';
+import { PROJECT_ROOT, TOOLS_BIN, findOnPath, isExecutable } from './executables.ts';
 // Loaded lazily so that resolveTemporalCli() works before `npm ci` (CI provisions the CLI first).
 import type { Connection } from '@temporalio/client';
 
@@ -18,6 +18,7 @@ export const SEARCH_ATTRIBUTES = {
   BpMode: 'Keyword',
   BpCustomerId: 'Keyword',
   BpResourceId: 'Keyword',
+  BpStatus: 'Keyword',
 } as const;
 
 export interface TemporalDevServer {
@@ -43,8 +44,6 @@ export interface StartDevServerOptions {
 export type TemporalCliSource = 'path' | 'cache' | 'built';
 
 const CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
-const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const TOOLS_BIN = join(PROJECT_ROOT, '.tools', 'bin');
 const READY_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 5_000;
 
@@ -54,24 +53,6 @@ const INDEXED_VALUE_TYPE = { Text: 1, Keyword: 2, Int: 3, Double: 4, Bool: 5, Da
 const NO_SERVER_MESSAGE =
   'No Temporal server available: install the Temporal CLI (https://docs.temporal.io/cli) or Go ' +
   '(to build it), or set TEMPORAL_ADDRESS to an existing server.';
-
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function findOnPath(name: string, extraDirs: string[] = []): string | null {
-  const dirs = [...(process.env.PATH ?? '').split(delimiter), ...extraDirs].filter(Boolean);
-  for (const dir of dirs) {
-    const candidate = join(dir, name);
-    if (isExecutable(candidate)) return candidate;
-  }
-  return null;
-}
 
 function tail(file: string, lines = 30): string {
   try {

@@ -1,23 +1,20 @@
 import { Client, Connection } from '@temporalio/client';
 import { serviceUnavailable } from './errors.ts';
 
-/** The areas that own a task queue; each area's workflows and activities run on its own queue. */
-export const AREAS_WITH_QUEUES = ['platform', 'webhooks', 'payments', 'commerce', 'crm', 'billing'] as const;
-export type QueueArea = (typeof AREAS_WITH_QUEUES)[number];
-
 export interface TemporalHandle {
   client: Client;
   connection: Connection;
   namespace: string;
-  taskQueue(area: QueueArea): string;
+  /** The task queue of an area (`<TASK_QUEUE_PREFIX><area>`): its workflows and activities run there. */
+  taskQueue(area: string): string;
   /** Throws 503 service_unavailable when Temporal cannot be reached (checked at most every 2 s). */
   ensureAvailable(): Promise<void>;
   /** Health of the server and whether a worker polls `area`'s queue (for /readyz). */
-  probe(area?: QueueArea): Promise<{ reachable: boolean; workerPolling: boolean }>;
+  probe(area?: string): Promise<{ reachable: boolean; workerPolling: boolean }>;
   close(): Promise<void>;
 }
 
-export function taskQueueName(prefix: string, area: QueueArea): string {
+export function taskQueueName(prefix: string, area: string): string {
   return `${prefix}${area}`;
 }
 

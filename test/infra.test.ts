@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startEmbeddedPostgres } from '../platform/embedded-postgres.ts';
+import { processAlive, startEmbeddedPostgres } from '../platform/embedded-postgres.ts';
 import { SEARCH_ATTRIBUTES, startTemporalDevServer } from '../platform/temporal-dev-server.ts';
 
 // temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
@@ -33,15 +33,6 @@ function pidsWithArgs(...args: string[]): number[] {
       }
     })
     .map(Number);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 const work = mkdtempSync(join(tmpdir(), 'bp-infra-'));
@@ -72,7 +63,7 @@ describe('Temporal dev server', () => {
       await server.stop();
     }
 
-    for (const pid of pids) expect(isAlive(pid), `temporal pid ${pid}`).toBe(false);
+    for (const pid of pids) expect(processAlive(pid), `temporal pid ${pid}`).toBe(false);
     expect(await portFree(Number(port))).toBe(true);
     await server.stop(); // idempotent
   });
@@ -86,7 +77,7 @@ describe('embedded PostgreSQL', () => {
     expect(url.hostname).toBe('127.0.0.1');
     expect(url.pathname).toBe('/postgres');
     const postmaster = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-    expect(isAlive(postmaster)).toBe(true);
+    expect(processAlive(postmaster)).toBe(true);
 
     try {
       const client = new pg.Client({ connectionString: db.url });
@@ -101,7 +92,7 @@ describe('embedded PostgreSQL', () => {
       await db.stop();
     }
 
-    expect(isAlive(postmaster)).toBe(false);
+    expect(processAlive(postmaster)).toBe(false);
     expect(existsSync(dataDir)).toBe(false);
     expect(await portFree(Number(url.port))).toBe(true);
   });

@@ -1,11 +1,11 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import type { PoolClient } from 'pg';
-import { nativePool } from '../db/orm.ts';
+import { nativePool } from '../db/pool.ts';
 import { EVENTS_CHANNEL } from '../domain/events/dispatch.ts';
 import type { Logger } from '../platform/logger.ts';
 import { taskQueueName } from '../platform/temporal.ts';
-import { dispatcherWorkflowId, nudgeDispatcherSignal, WEBHOOKS_AREA, type DispatcherInput } from '../workflows/webhooks/shared.ts';
+import { dispatcherWorkflowId, nudgeDispatcherSignal, type DispatcherInput } from '../workflows/platform/shared.ts';
 
 export interface EventDispatchTrigger {
   /** Signals the dispatcher (starting it if it is not running). */
@@ -29,6 +29,8 @@ export async function startEventDispatchTrigger(opts: {
   client: Client;
   taskQueuePrefix: string;
   sweepMs: number;
+  /** Workflow task timeout of the dispatcher workflow when this trigger starts it; default: Temporal's (10 s). */
+  workflowTaskTimeoutMs?: number;
   logger: Logger;
 }): Promise<EventDispatchTrigger> {
   const workflowId = dispatcherWorkflowId(opts.taskQueuePrefix);
@@ -40,8 +42,9 @@ export async function startEventDispatchTrigger(opts: {
   const signalOnce = async () => {
     await opts.client.workflow.signalWithStart('eventDispatcherWorkflow', {
       workflowId,
-      taskQueue: taskQueueName(opts.taskQueuePrefix, WEBHOOKS_AREA),
+      taskQueue: taskQueueName(opts.taskQueuePrefix, 'platform'),
       args: [input],
+      workflowTaskTimeout: opts.workflowTaskTimeoutMs,
       signal: nudgeDispatcherSignal,
       signalArgs: [],
     });

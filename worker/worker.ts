@@ -1,34 +1,70 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type WorkflowBundleOption } from '@temporalio/worker';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Client } from '@temporalio/client';
-import { createActivities } from '../activities/index.ts';
 import { closeSenderConnections } from '../domain/webhooks/sender.ts';
 import type { Config } from '../platform/config.ts';
 import { startEventDispatchTrigger } from './event-dispatch.ts';
-import { nativePool } from '../db/orm.ts';
-import { createPaymentGateways, type PaymentGateways } from '../domain/payments/gateways/index.ts';
+import { activitiesOf, buildServices, customerMetrics, eventConsumers, workerAreas, workflowModules } from '../domain/registry.ts';
+import { activityRefusals } from './activity-refusals.ts';
+import { activityLogContext } from './log-context.ts';
 import { loadConfig } from '../platform/config.ts';
 import type { Logger } from '../platform/logger.ts';
-import { AREAS_WITH_QUEUES, taskQueueName } from '../platform/temporal.ts';
+import type { AreaServices } from '../platform/services.ts';
+import { taskQueueName } from '../platform/temporal.ts';
 
-const sourceExt = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
-/** The one workflowsPath. */
-export const WORKFLOWS_PATH = fileURLToPath(new URL(`../workflows/index${sourceExt}`, import.meta.url));
 /** Where `npm run build` writes the prebuilt bundle that production workers load. */
 export const PREBUILT_BUNDLE = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url));
 
-/** Bundles the workflow code once (tests and `npm run build` call this; workers reuse the result). */
-export async function buildWorkflowBundle(): Promise<{ code: string }> {
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN') });
-  return { code };
+/** A workflows module's file: the `.ts` source, or its compiled `.js` under dist/. */
+function modulePath(module: URL): string {
+  const path = fileURLToPath(module);
+  return existsSync(path) ? path : path.replace(/\.ts$/, '.js');
+}
+
+/**
+ * Bundles every area's workflows (each descriptor's `workflows` module, plus `extraModules`, e.g. the
+ * benchmark's empty workflow) into one workflow bundle. The entry re-exports each module's workflows
+ * by name, so two areas exporting the same workflow name fail here rather than shadow each other.
+ * Tests and `npm run build` call this once; workers reuse the result.
+ */
+export async function buildWorkflowBundle(extraModules: readonly URL[] = []): Promise<{ code: string; workflowTypes: string[] }> {
+  const owner = new Map<string, string>();
+  const lines: string[] = [];
+  for (const { area, module } of [...workflowModules, ...extraModules.map((module) => ({ area: 'extra', module }))]) {
+    const path = modulePath(module);
+    const names = Object.keys((await import(path)) as Record<string, unknown>);
+    for (const name of names) {
+      const other = owner.get(name);
+      if (other) throw new Error(`workflow ${name} is exported by both the ${other} and the ${area} areas' workflows modules`);
+      owner.set(name, area);
+    }
+    lines.push(`export { ${names.join(', ')} } from ${JSON.stringify(path)};`);
+  }
+  // The entry lives under node_modules/.cache so that webpack resolves packages from the project.
+  // Its real path: webpack resolves symlinks (a symlinked node_modules) and must find the entry there.
+  const cache = fileURLToPath(new URL('../node_modules/.cache/', import.meta.url));
+  mkdirSync(cache, { recursive: true });
+  const dir = mkdtempSync(join(realpathSync(cache), 'bp-workflows-')); // webpack resolves the real path
+  try {
+    const workflowsPath = join(dir, 'workflows.js');
+    writeFileSync(workflowsPath, `${lines.join('\n')}\n`);
+    const { code } = await bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('WARN') });
+    return { code, workflowTypes: [...owner.keys()] };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** The prebuilt bundle when there is one (production), else bundle from source (development). */
 export function defaultBundle(): WorkflowBundleOption | undefined {
   return existsSync(PREBUILT_BUNDLE) ? { codePath: PREBUILT_BUNDLE } : undefined;
 }
+
+/** Every worker's activity interceptors: log context, and 4xx ApiErrors made non-retryable refusals. */
+export const ACTIVITY_INTERCEPTORS = [activityLogContext, activityRefusals] as const;
 
 let runtimeInstalled = false;
 function installRuntime(level: string): void {
@@ -49,8 +85,15 @@ export interface WorkerOptions {
   bundle?: WorkflowBundleOption;
   /** Settings for activities (webhook timeouts and retry schedule, …); default: loaded from the environment. */
   config?: Config;
-  /** Payment gateways for the payment activities; default: built from the environment. */
-  paymentGateways?: PaymentGateways;
+  /** Replaces some of the areas' services (tests: a payment gateway they control). */
+  services?: Partial<AreaServices>;
+  /**
+   * When given, the workers are created at once (connection open, workflow bundle loaded) but poll
+   * only once this settles: a standby worker that can take over without its start-up time (tests).
+   */
+  startPolling?: Promise<unknown>;
+  /** The areas whose task queues this process polls; default: every area with workflows or activities. */
+  areas?: readonly string[];
 }
 
 export interface RunningWorkers {
@@ -60,8 +103,9 @@ export interface RunningWorkers {
 }
 
 /**
- * One worker per area task queue, sharing one connection and one workflow bundle. Each worker
- * polls only its area's queue, so an area can be scaled (more replicas) on its own.
+ * One worker per area that has workflows or activities, each on its area's task queue, sharing one
+ * connection and one workflow bundle. Each worker polls only its area's queue, so an area can be
+ * scaled (more replicas) on its own.
  */
 export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers> {
   installRuntime(opts.logLevel ?? 'warn');
@@ -70,30 +114,37 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   const config = opts.config ?? loadConfig();
   // A client on the worker's own connection, for activities that start workflows (the event dispatcher).
   const client = new Client({ connection, namespace: opts.namespace });
-  const activities = createActivities({
-    orm: opts.orm,
-    config,
-    logger: opts.logger,
+  const platform = { orm: opts.orm, config, logger: opts.logger };
+  const deps = {
+    ...platform,
+    ...buildServices(platform, opts.services),
     temporal: client,
-    taskQueue: (area) => taskQueueName(opts.taskQueuePrefix, area),
-    gateways: opts.paymentGateways ?? createPaymentGateways(config, () => nativePool(opts.orm)),
-  });
+    taskQueue: (area: string) => taskQueueName(opts.taskQueuePrefix, area),
+    eventConsumers,
+    customerMetrics,
+  };
+  const areas = opts.areas ? workerAreas.filter((area) => opts.areas!.includes(area.name)) : workerAreas;
+  const queues = areas.map((area) => taskQueueName(opts.taskQueuePrefix, area.name));
   const workers = await Promise.all(
-    AREAS_WITH_QUEUES.map((area) =>
+    areas.map((area, i) =>
       Worker.create({
         connection,
         namespace: opts.namespace,
-        taskQueue: taskQueueName(opts.taskQueuePrefix, area),
+        taskQueue: queues[i]!,
         workflowBundle: bundle,
-        activities: activities[area],
+        activities: activitiesOf(area, deps),
+        interceptors: { activity: [...ACTIVITY_INTERCEPTORS] },
         shutdownGraceTime: '10s',
+        stickyQueueScheduleToStartTimeout: config.TEMPORAL_STICKY_QUEUE_TIMEOUT_MS,
       })),
   );
+  if (opts.startPolling) await opts.startPolling;
   const done = Promise.all(workers.map((w) => w.run())).then(() => undefined);
   const eventDispatch = await startEventDispatchTrigger({
-    orm: opts.orm, client, taskQueuePrefix: opts.taskQueuePrefix, sweepMs: config.EVENT_DISPATCH_SWEEP_MS, logger: opts.logger,
+    orm: opts.orm, client, taskQueuePrefix: opts.taskQueuePrefix, sweepMs: config.EVENT_DISPATCH_SWEEP_MS,
+    workflowTaskTimeoutMs: config.EVENT_WORKFLOW_TASK_TIMEOUT_MS, logger: opts.logger,
   });
-  opts.logger.info('workers polling', { queues: AREAS_WITH_QUEUES.map((a) => taskQueueName(opts.taskQueuePrefix, a)) });
+  opts.logger.info('workers polling', { queues });
   let stopping: Promise<void> | null = null;
   return {
     done,

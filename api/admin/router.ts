@@ -1,57 +1,14 @@
-import { z } from 'zod';
-import { ACCOUNT_TIERS, KEY_TYPES } from '../../domain/accounts/entities.ts';
-import {
-  createAccount, createKey, defaultAccount, keyUsage, listAccounts, listKeys, revokeKey, setAccountTier,
-} from '../../domain/accounts/service.ts';
-import { billingAdminRouter } from './billing.ts';
-import { paymentsAdminRouter } from './payments.ts';
-import { adminProcedure, router } from './trpc.ts';
+import { AREAS } from '../../domain/areas.ts';
+import { router } from './trpc.ts';
+
+type UnionToIntersection<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never;
+type AreaAdmin = UnionToIntersection<NonNullable<(typeof AREAS)[number]['admin']>>;
 
 /**
- * Internal admin API (`/admin/trpc`): the same domain services the CLI uses. Later areas merge
- * their own routers here (describe a workflow, retry a collection, …).
+ * Internal admin API (`/admin/trpc`): every area's admin routers (its descriptor's `admin`), merged
+ * at the top level (`accounts.*`, `keys.*`, `billing.*`, …). They call the same domain services as
+ * the REST routes and the CLI.
  */
-const accountsRouter = router({
-  create: adminProcedure
-    .input(z.object({ name: z.string().min(1), tier: z.enum(ACCOUNT_TIERS).optional() }))
-    .mutation(({ ctx, input }) => createAccount(ctx.orm, input)),
-  list: adminProcedure.query(({ ctx }) => listAccounts(ctx.orm)),
-  default: adminProcedure.query(({ ctx }) => defaultAccount(ctx.orm)),
-  setTier: adminProcedure
-    .input(z.object({ accountId: z.string(), tier: z.enum(ACCOUNT_TIERS) }))
-    .mutation(({ ctx, input }) => setAccountTier(ctx.orm, input.accountId, input.tier)),
-});
-
-const keysRouter = router({
-  create: adminProcedure
-    .input(z.object({
-      name: z.string().min(1),
-      type: z.enum(KEY_TYPES),
-      mode: z.enum(['live', 'test']).optional(),
-      permissions: z.array(z.string()).optional(),
-      expires: z.string().optional(),
-      accountId: z.string().optional(),
-    }))
-    .mutation(async ({ ctx, input }) => {
-      const { secret, ...view } = await createKey(ctx.orm, input);
-      return { ...view, key: secret, masked: view.key };
-    }),
-  list: adminProcedure
-    .input(z.object({ accountId: z.string().optional() }).optional())
-    .query(({ ctx, input }) => listKeys(ctx.orm, input?.accountId)),
-  revoke: adminProcedure
-    .input(z.object({ keyId: z.string() }))
-    .mutation(({ ctx, input }) => revokeKey(ctx.orm, input.keyId)),
-  usage: adminProcedure
-    .input(z.object({ keyId: z.string() }))
-    .query(({ ctx, input }) => keyUsage(ctx.orm, input.keyId)),
-});
-
-export const adminRouter = router({
-  accounts: accountsRouter,
-  keys: keysRouter,
-  payments: paymentsAdminRouter,
-  billing: billingAdminRouter,
-});
+export const adminRouter = router(Object.assign({}, ...AREAS.map((area) => area.admin ?? {})) as AreaAdmin);
 
 export type AdminRouter = typeof adminRouter;

@@ -1,5 +1,5 @@
 import { initTRPC, TRPCError } from '@trpc/server';
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { ApiError } from '../../platform/errors.ts';
 import type { TemporalHandle } from '../../platform/temporal.ts';
@@ -11,9 +11,54 @@ import type { TemporalHandle } from '../../platform/temporal.ts';
 export interface AdminContext {
   orm: MikroORM;
   temporal: TemporalHandle | null;
+  /** The permission scopes keys may hold. */
+  permissionScopes: readonly string[];
   adminToken: string | undefined;
   /** The bearer token the caller sent, if any. */
   presentedToken: string | undefined;
+  /** The HTTP request's id (`Request-Id`), quoted in the generic message of an unexpected error. */
+  requestId?: string;
+  /** The caller's address, for throttling failed token attempts (absent for in-process callers). */
+  clientIp?: string;
+  /** Failed-token throttle shared by the HTTP adapter's requests (absent for in-process callers). */
+  throttle?: FailedAuthThrottle;
+}
+
+/**
+ * Failed admin-token attempts per client address, in fixed windows of one minute (aligned to the
+ * minute, UTC): after `limit` failures in a window every call from that address is refused with
+ * TOO_MANY_REQUESTS until the window ends, the right token included. In memory and per process:
+ * the admin API is internal, and a guesser is still held to `limit` tries a minute per process.
+ */
+export class FailedAuthThrottle {
+  readonly limit: number;
+  readonly windowMs: number;
+  private window = -1;
+  private readonly failures = new Map<string, number>();
+
+  constructor(limit = 10, windowMs = 60_000) {
+    this.limit = limit;
+    this.windowMs = windowMs;
+  }
+
+  private roll(now: number): void {
+    const window = Math.floor(now / this.windowMs);
+    if (window !== this.window) {
+      this.window = window;
+      this.failures.clear(); // every count belongs to the window that ended
+    }
+  }
+
+  /** Milliseconds until `clientIp` may try again; 0 when it is not throttled. */
+  blockedFor(clientIp: string, now = Date.now()): number {
+    this.roll(now);
+    return (this.failures.get(clientIp) ?? 0) >= this.limit ? (this.window + 1) * this.windowMs - now : 0;
+  }
+
+  recordFailure(clientIp: string, now = Date.now()): void {
+    this.roll(now);
+    this.failures.set(clientIp, (this.failures.get(clientIp) ?? 0) + 1);
+  }
 }
 
 /** Builds a context without HTTP (tests, the CLI); the HTTP adapter wraps it. */
@@ -21,12 +66,33 @@ export function createContextInner(ctx: AdminContext): AdminContext {
   return ctx;
 }
 
-const t = initTRPC.context<AdminContext>().create();
+/**
+ * An error whose message may not be shown to the caller: anything unexpected (a database error
+ * carries its SQL, a programming error its internals). Domain errors (ApiError) and the errors the
+ * procedures and middlewares raise on purpose are safe.
+ */
+export function isUnexpectedAdminError(error: TRPCError): boolean {
+  return error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError);
+}
 
+const t = initTRPC.context<AdminContext>().create({
+  isDev: false,
+  // Never a stack trace or a cause in an answer; an unexpected error's message is replaced by a
+  // generic one quoting the request id, under which the HTTP adapter logs the details.
+  errorFormatter({ shape, error, ctx }) {
+    const data: Record<string, unknown> = { ...shape.data, requestId: ctx?.requestId ?? null };
+    delete data.stack;
+    const message = isUnexpectedAdminError(error)
+      ? `Internal error${ctx?.requestId ? ` (request id ${ctx.requestId})` : ''}; the details are in the server log.`
+      : shape.message;
+    return { code: shape.code, message, data };
+  },
+});
+
+/** Constant time whatever the lengths: the digests compared always have the same length. */
 function sameToken(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
+  const digest = (v: string) => createHash('sha256').update(v).digest();
+  return timingSafeEqual(digest(a), digest(b));
 }
 
 const STATUS_TO_TRPC: Record<number, TRPCError['code']> = {
@@ -37,7 +103,16 @@ const guarded = t.middleware(async ({ ctx, next }) => {
   if (!ctx.adminToken) {
     throw new TRPCError({ code: 'FORBIDDEN', message: 'The admin API is disabled: set ADMIN_TOKEN on the server to enable it.' });
   }
+  const throttle = ctx.throttle && ctx.clientIp !== undefined ? { counter: ctx.throttle, ip: ctx.clientIp } : null;
+  const waitMs = throttle ? throttle.counter.blockedFor(throttle.ip) : 0;
+  if (waitMs > 0) {
+    throw new TRPCError({
+      code: 'TOO_MANY_REQUESTS',
+      message: `Too many failed admin token attempts from this address; try again in ${Math.ceil(waitMs / 1000)} s.`,
+    });
+  }
   if (!ctx.presentedToken || !sameToken(ctx.presentedToken, ctx.adminToken)) {
+    throttle?.counter.recordFailure(throttle.ip);
     throw new TRPCError({ code: 'UNAUTHORIZED', message: 'Send the admin token as `Authorization: Bearer <ADMIN_TOKEN>`.' });
   }
   return next();

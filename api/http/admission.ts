@@ -4,12 +4,20 @@ import { randomUUID } from 'node:crypto';
 import { hashKey, isWellFormedKey } from '../../domain/accounts/keys.ts';
 import { allows, type Permission } from '../../domain/permissions.ts';
 import { ApiError } from '../../platform/errors.ts';
-import type { AppDeps } from '../deps.ts';
+import type { AppDeps } from './deps.ts';
 import { state, type AuthContext } from './context.ts';
 
 /** An instance's in-flight count stops counting this long after its last heartbeat (a crash). */
 const STALE_SECONDS = 30;
 const HEARTBEAT_MS = 10_000;
+
+/**
+ * The clock the minute and day windows are counted on: the database's, shifted by `offsetMs`. Always
+ * 0 in production; a test shifts it to start a burst just after a window boundary.
+ */
+export interface RateLimitClock {
+  offsetMs: number;
+}
 
 type Limits = Pick<AppDeps['config'], 'RATE_LIMIT_PER_MINUTE' | 'RATE_LIMIT_PER_MINUTE_PREMIUM' | 'RATE_LIMIT_PER_DAY' | 'RATE_LIMIT_CONCURRENCY'>;
 
@@ -157,10 +165,12 @@ export class ConcurrencyTracker {
   private readonly heartbeat: NodeJS.Timeout;
   private readonly pool: Pool;
   private readonly onError: (err: Error) => void;
+  private readonly clock: RateLimitClock;
 
-  constructor(pool: Pool, onError: (err: Error) => void) {
+  constructor(pool: Pool, onError: (err: Error) => void, clock: RateLimitClock = { offsetMs: 0 }) {
     this.pool = pool;
     this.onError = onError;
+    this.clock = clock;
     this.heartbeat = setInterval(() => void this.beat(), HEARTBEAT_MS).unref();
   }
 
@@ -183,9 +193,9 @@ export class ConcurrencyTracker {
     this.admissions = [];
     this.pool.query<AdmitRow & { ord: number }>({
       name: 'bp_admit_batch',
-      text: 'select * from bp_admit_batch($1, $2, $3, $4, $5, $6, $7)',
+      text: 'select * from bp_admit_batch($1, $2, $3, $4, $5, $6, $7, $8)',
       values: [batch.map((a) => a.keyHash), this.instanceId, limits.RATE_LIMIT_PER_MINUTE,
-        limits.RATE_LIMIT_PER_MINUTE_PREMIUM, limits.RATE_LIMIT_PER_DAY, limits.RATE_LIMIT_CONCURRENCY, STALE_SECONDS],
+        limits.RATE_LIMIT_PER_MINUTE_PREMIUM, limits.RATE_LIMIT_PER_DAY, limits.RATE_LIMIT_CONCURRENCY, STALE_SECONDS, Math.round(this.clock.offsetMs)],
     }).then(
       ({ rows }) => {
         for (const row of rows) batch[row.ord - 1]!.resolve(row);

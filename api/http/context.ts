@@ -1,4 +1,4 @@
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
 import type { Scope } from '../../domain/scope.ts';
 
 export type Format = 'json' | 'xml';
@@ -16,6 +16,8 @@ export interface RequestState {
   startedAt: bigint;
   format: Format;
   auth?: AuthContext;
+  /** Set by the idempotency step when it claimed the request's Idempotency-Key. */
+  idempotencyKey?: string;
   /** Set by the idempotency step: persists the response before it is written. */
   beforeSend?: (status: number, headers: Record<string, string>, body: Buffer) => Promise<void>;
   /** Set by admission: gives the concurrency slot back (before the response is written). */
@@ -24,8 +26,4 @@ export interface RequestState {
 
 export function state(res: Response): RequestState {
   return res.locals as RequestState;
-}
-
-export function requestState(req: Request): RequestState {
-  return state(req.res!);
 }

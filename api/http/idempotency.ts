@@ -8,6 +8,11 @@ import { writeRaw } from './send.ts';
 const MAX_KEY_LENGTH = 255;
 /** Response headers worth replaying besides the body's content type. */
 const REPLAYED_HEADERS = ['content-type', 'location'];
+/**
+ * A replay answers with the original request's `Request-Id`: the stored body (a problem document's
+ * `request_id`) names it, and the header must equal it. `Idempotent-Replayed: true` tells them apart.
+ */
+const REQUEST_ID = 'Request-Id';
 
 /**
  * The Idempotency-Key step. Returns true when the request was answered here (a replay); else it
@@ -48,13 +53,18 @@ export async function applyIdempotency(
       return true;
     case 'claimed': {
       const st = state(res);
+      st.idempotencyKey = key;
       st.beforeSend = async (status, headers, body) => {
-        if (status >= 500) return store.release(auth, key);
+        // A failure on our side (a 503 while a dependency is down included) frees the key at once,
+        // so the client's retry runs; if the database cannot be told now, the store keeps trying.
+        if (status >= 500) return store.releaseSoon(auth, key);
         const kept = Object.fromEntries(Object.entries(headers).filter(([h]) => REPLAYED_HEADERS.includes(h.toLowerCase())));
+        kept[REQUEST_ID] = st.requestId;
         await store.complete(auth, key, status, kept, body);
       };
       // A client that disconnects does not free the key: the work may still complete, and its
-      // response is stored for the retry. Only a process that dies frees it, when the claim lapses.
+      // response is stored for the retry. A process that dies frees it at once (its liveness lock
+      // goes with its connection; see IdempotencyStore.claim).
       return false;
     }
   }

@@ -1,6 +1,7 @@
 import type { Request } from 'express';
 import { z } from 'zod';
 import { validationFailed } from '../../platform/errors.ts';
+import { route, type HandlerContext, type RouteSpec } from './route.ts';
 
 /**
  * Cursor pagination over time-sortable ids: a page is "ids after the cursor's id" in the sort
@@ -71,5 +72,41 @@ export function listOf(item: z.ZodType) {
     has_more: z.boolean(),
     next_cursor: z.string().nullable(),
     url: z.string(),
+  });
+}
+
+/** The page a domain list function reads: the id condition, the direction and `limit + 1` rows' worth of limit. */
+export interface PageArgs {
+  where: Record<string, unknown>;
+  direction: 'asc' | 'desc';
+  limit: number;
+}
+
+type ListQueryValues = z.infer<z.ZodObject<typeof listQuery>>;
+
+export interface ListRouteSpec<Q extends ListQueryValues, P, T extends { id: string }>
+  extends Omit<RouteSpec<undefined, Q, P>, 'method' | 'status' | 'body' | 'query' | 'response' | 'handler'> {
+  /** The schema of one element of `data`. */
+  item: z.ZodType;
+  /** The query: `listQuery` plus the list's filters; default `listQuery` alone. */
+  query?: z.ZodType<Q>;
+  /** Reads one page (`limit + 1` rows, so the list knows whether more follow). */
+  list(ctx: HandlerContext<undefined, Q, P>, page: PageArgs): Promise<T[]>;
+}
+
+/** A `GET` list endpoint: cursor from the query, one page from `list`, the list document and its `Link` header. */
+export function listRoute<Q extends ListQueryValues = ListQueryValues, P = undefined, T extends { id: string } = { id: string }>(
+  spec: ListRouteSpec<Q, P, T>,
+): RouteSpec<undefined, Q, P> {
+  const { item, query, list, ...rest } = spec;
+  return route<undefined, Q, P>({
+    ...rest,
+    method: 'get', status: 200,
+    query: query ?? (z.strictObject(listQuery) as unknown as z.ZodType<Q>),
+    response: listOf(item),
+    async handler(ctx) {
+      const page = pageOf(ctx.query);
+      return listDocument(ctx.req, await list(ctx, { where: idAfter(page), direction: page.direction, limit: page.limit }), page);
+    },
   });
 }

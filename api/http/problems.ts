@@ -3,14 +3,23 @@ import { isGrpcServiceError } from '@temporalio/client';
 import { ApiError } from '../../platform/errors.ts';
 import type { Logger } from '../../platform/logger.ts';
 import { state } from './context.ts';
+import { ERROR_DOCS_PATH } from './error-codes.ts';
 import { sendDocument } from './send.ts';
 
-/** Where each error code is documented; the `type` member of every problem document. */
-export const PROBLEM_BASE = 'https://docs.business-platform.dev/errors/';
+/**
+ * Where each error code is documented: `GET /docs/errors/{code}` on this server (api/app.ts). The
+ * `type` member is that page's absolute URL, built from the request's origin (its scheme, honouring
+ * X-Forwarded-Proto from a proxy on loopback, and its Host), so it resolves wherever the API is served.
+ */
+export function problemType(req: Request, code: string): string {
+  const host = req.get('host');
+  const path = ERROR_DOCS_PATH + encodeURIComponent(code);
+  return host ? `${req.protocol}://${host}${path}` : path;
+}
 
 export async function sendProblem(req: Request, res: Response, err: ApiError): Promise<void> {
   const problem: Record<string, unknown> = {
-    type: PROBLEM_BASE + err.code,
+    type: problemType(req, err.code),
     title: err.title,
     status: err.status,
     detail: err.detail,
@@ -18,8 +27,9 @@ export async function sendProblem(req: Request, res: Response, err: ApiError): P
     code: err.code,
     request_id: state(res).requestId,
     suggestion: err.suggestion,
-    ...err.extensions,
   };
+  // Extension members add to the standard ones, never replace them (`status` stays the HTTP status).
+  for (const [name, value] of Object.entries(err.extensions)) if (!(name in problem)) problem[name] = value;
   if (err.errors) problem.errors = err.errors;
   await sendDocument(res, err.status, problem, { headers: err.headers, problem: true });
 }
@@ -46,7 +56,10 @@ const GRPC_DEADLINE_EXCEEDED = 4;
 function isTemporalDown(err: unknown): boolean {
   for (let e = err as { cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
     if (isGrpcServiceError(e) && (e.code === GRPC_UNAVAILABLE || e.code === GRPC_DEADLINE_EXCEEDED)) return true;
-    if ((e as Error).name === 'TransportError' || (e as Error).name === 'ConnectionError') return true;
+    const name = (e as Error).name;
+    // An update whose deadline passed (Temporal down, or no answer in time): a retry with the same
+    // Idempotency-Key reaches the same workflow.
+    if (name === 'TransportError' || name === 'ConnectionError' || name === 'WorkflowUpdateRPCTimeoutOrCancelledError') return true;
   }
   return false;
 }
@@ -58,6 +71,8 @@ export function toApiError(err: unknown): ApiError {
   if (e?.type === 'entity.too.large') return payloadTooLarge();
   if (isDatabaseDown(err)) return unavailable('The database');
   if (isTemporalDown(err)) return unavailable('The workflow engine (Temporal)');
+  const invalid = invalidValue(err);
+  if (invalid) return invalid;
   return new ApiError({
     status: 500, code: 'internal_error', title: 'Internal Server Error',
     detail: 'Something went wrong on our side; the request was not completed.',
@@ -65,10 +80,56 @@ export function toApiError(err: unknown): ApiError {
   });
 }
 
-function isDatabaseDown(err: unknown): boolean {
-  const code = (err as { code?: string })?.code;
-  return code === 'ECONNREFUSED' || code === '57P01' || code === '57P03' || code === '08006' || code === '08001';
+/**
+ * PostgreSQL data exceptions caused by a value the client sent that validation let through: the
+ * last line of defence behind the schemas' bounds, so such input is a 422, never a 500. The
+ * database's own message is not shown (it can quote SQL); only what kind of value was refused.
+ */
+const DATA_EXCEPTIONS: Record<string, string> = {
+  '22003': 'A number in the request is outside the range that can be stored',
+  '22P02': 'A value in the request is not valid text for its type',
+  '22007': 'A date or time in the request is not in a valid format',
+  '22008': 'A date or time in the request is out of range',
+  '22021': 'Text in the request contains a character that cannot be stored (such as NUL)',
+};
+
+function invalidValue(err: unknown): ApiError | null {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+    const what = typeof e.code === 'string' ? DATA_EXCEPTIONS[e.code] : undefined;
+    if (what) {
+      return new ApiError({
+        status: 422, code: 'validation_failed', title: 'Validation Failed',
+        detail: `${what}; nothing was changed.`,
+        suggestion: 'Check the documented bounds and formats of the fields you sent (integers within their range, real calendar dates, no control characters) and send the request again.',
+      });
+    }
+  }
+  return null;
 }
+
+/**
+ * The database could not be reached or did not answer in time: a refused or dropped connection,
+ * the server shutting down or starting, the pool's connect timeout, a statement or query timeout.
+ */
+export function isDatabaseDown(err: unknown): boolean {
+  for (let e = err as { code?: string; message?: string; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+    const code = e.code;
+    if (code && DATABASE_DOWN_CODES.has(code)) return true;
+    if (typeof e.message === 'string' && DATABASE_DOWN_MESSAGES.some((m) => m.test(e!.message!))) return true;
+  }
+  return false;
+}
+
+const DATABASE_DOWN_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND',
+  '57P01', '57P02', '57P03', '57014', '08000', '08003', '08006', '08001', '08004', '53300',
+]);
+const DATABASE_DOWN_MESSAGES = [
+  /timeout exceeded when trying to connect/i,
+  /Connection terminated/i,
+  /Query read timeout/i,
+  /Client has encountered a connection error/i,
+];
 
 function unavailable(what: string): ApiError {
   return new ApiError({

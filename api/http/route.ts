@@ -5,11 +5,14 @@ import { IdempotencyStore } from '../../domain/idempotency/store.ts';
 import type { Permission } from '../../domain/permissions.ts';
 import { scopedEm } from '../../domain/scope.ts';
 import { validationFailed, type FieldError } from '../../platform/errors.ts';
-import type { AppDeps } from '../deps.ts';
+import { newId, type IdKind } from '../../platform/ids.ts';
+import { addLogContext } from '../../platform/log-context.ts';
+import type { AppDeps } from './deps.ts';
 import { admit, requirePermission } from './admission.ts';
 import { DEFAULT_BODY_LIMIT, parseJson, readRawBody } from './body.ts';
 import { state, type AuthContext } from './context.ts';
 import { applyIdempotency } from './idempotency.ts';
+import { controlCharacterErrors, unsafeIntegerMessage } from './input-limits.ts';
 import { RouteTable, type Method } from './route-table.ts';
 import { sendDocument } from './send.ts';
 
@@ -25,6 +28,14 @@ export interface HandlerContext<B, Q, P> {
   query: Q;
   params: P;
   requestId: string;
+  /** The request's Idempotency-Key (scoped to the key's account and mode), if it has one. */
+  idempotencyKey: string | null;
+  /**
+   * The id of the resource this request creates: new without an Idempotency-Key; with one, chosen
+   * by the key's first attempt and stored with its claim, so every retry (after a crash or a 503)
+   * creates, or finds, the same resource and reaches the same workflow.
+   */
+  resourceId(kind: IdKind): Promise<string>;
   /** An EntityManager confined to the key's account and mode (created on first use). */
   em(): EntityManager;
 }
@@ -52,9 +63,20 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
   params?: z.ZodType<P>;
   response: z.ZodType;
   status: number;
+  /**
+   * Further statuses the handler itself answers, for the OpenAPI document: with `schema`, a JSON
+   * body of that shape (e.g. 202 for work still in progress); without, a problem document.
+   */
+  responses?: Record<number, { description: string; schema?: z.ZodType }>;
   bodyLimit?: number;
-  /** The endpoint starts or talks to workflows: answer 503 at once while Temporal is down. */
+  /**
+   * The endpoint starts or talks to workflows: answer 503 at once while Temporal is down, and give
+   * its Temporal calls a deadline (`TEMPORAL_CALL_TIMEOUT_MS`, plus `temporalWaitMs`) after which
+   * it answers 503 instead of hanging.
+   */
   temporal?: boolean;
+  /** A wait the handler asks Temporal for on purpose (e.g. a payment's synchronous wait), added to the deadline. */
+  temporalWaitMs?: (deps: AppDeps) => number;
   handler(ctx: HandlerContext<B, Q, P>): Promise<HandlerResult>;
 }
 
@@ -63,14 +85,27 @@ export function route<B = undefined, Q = undefined, P = undefined>(spec: RouteSp
   return spec;
 }
 
-/** Runs every schema and reports every bad field at once. */
+/** A `GET` of one resource (200): `get` reads it, usually by the path parameters. */
+export function getRoute<P = undefined, Q = undefined>(
+  spec: Omit<RouteSpec<undefined, Q, P>, 'method' | 'status' | 'body' | 'handler'> & { get(ctx: HandlerContext<undefined, Q, P>): Promise<unknown> },
+): RouteSpec<undefined, Q, P> {
+  const { get, ...rest } = spec;
+  return route<undefined, Q, P>({ ...rest, method: 'get', status: 200, handler: async (ctx) => ({ body: await get(ctx) }) });
+}
+
+/**
+ * Runs every schema and reports every bad field at once. Control characters in any string are
+ * refused first, for every operation (input-limits.ts); a field named there is not named again.
+ */
 function validate(parts: [z.ZodType | undefined, unknown][]): unknown[] {
   const errors: FieldError[] = [];
+  for (const [, input] of parts) controlCharacterErrors(input, '', errors);
+  const named = new Set(errors.map((e) => e.path));
   const values = parts.map(([schema, input]) => {
     if (!schema) return undefined;
     const result = schema.safeParse(input);
     if (result.success) return result.data;
-    for (const issue of result.error.issues) errors.push(...fieldErrors(issue));
+    for (const issue of result.error.issues) errors.push(...fieldErrors(issue).filter((e) => !named.has(e.path)));
     return undefined;
   });
   if (errors.length) throw validationFailed(errors);
@@ -82,7 +117,7 @@ function fieldErrors(issue: z.core.$ZodIssue): FieldError[] {
   if (issue.code === 'unrecognized_keys') {
     return issue.keys.map((k) => ({ path: base ? `${base}.${k}` : k, message: 'unknown field; remove it or check its spelling against the API reference' }));
   }
-  return [{ path: base || '(body)', message: issue.message }];
+  return [{ path: base || '(body)', message: unsafeIntegerMessage(issue) ?? issue.message }];
 }
 
 /**
@@ -91,10 +126,11 @@ function fieldErrors(issue: z.core.$ZodIssue): FieldError[] {
  * response. Requests that match no route go on to the fallback (404 with the nearest route, 405).
  */
 export function routeDispatcher(routes: RouteSpec<any, any, any>[], deps: AppDeps) {
-  const idempotency = new IdempotencyStore(deps.pool);
+  const idempotency = new IdempotencyStore(deps.pool, deps.concurrency.instanceId);
   const table = new RouteTable(routes);
   const serve = async (spec: RouteSpec<any, any, any>, req: Request, res: Response): Promise<void> => {
     const auth = await admit(deps, req, res);
+    addLogContext({ account_id: auth.accountId, mode: auth.livemode ? 'live' : 'test' });
     requirePermission(auth, spec.permission);
     const raw = WITH_BODY.has(spec.method) ? await readRawBody(req, spec.bodyLimit ?? DEFAULT_BODY_LIMIT) : Buffer.alloc(0);
     if (WITH_BODY.has(spec.method) && (await applyIdempotency(idempotency, req, res, auth, raw))) return;
@@ -102,11 +138,17 @@ export function routeDispatcher(routes: RouteSpec<any, any, any>[], deps: AppDep
     const [body, query, params] = validate([[spec.body, input], [spec.query, req.query], [spec.params, req.params]]);
     if (spec.temporal) await deps.temporal.ensureAvailable();
     let em: EntityManager | undefined;
-    const result = await spec.handler({
+    const idempotencyKey = state(res).idempotencyKey ?? null;
+    const run = () => spec.handler({
       deps, req, res, auth, body, query, params,
       requestId: state(res).requestId,
+      idempotencyKey,
+      resourceId: (kind) => (idempotencyKey === null ? Promise.resolve(newId(kind)) : idempotency.resourceId(auth, idempotencyKey, newId(kind))),
       em: () => (em ??= scopedEm(deps.orm, auth)),
     });
+    const result = spec.temporal
+      ? await deps.temporal.connection.withDeadline(Date.now() + deps.config.TEMPORAL_CALL_TIMEOUT_MS + (spec.temporalWaitMs?.(deps) ?? 0), run)
+      : await run();
     await sendDocument(res, result.status ?? spec.status, result.body, { headers: result.headers });
   };
   const dispatch = (req: Request, res: Response, next: NextFunction): void => {

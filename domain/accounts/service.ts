@@ -1,5 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { ApiError, notFound, validationFailed, type FieldError } from '../../platform/errors.ts';
+import { isCalendarDate } from '../../platform/dates.ts';
 import { newId } from '../../platform/ids.ts';
 import { ALL_PERMISSIONS, isPermission } from '../permissions.ts';
 import { ApiKeyDailyUsage } from '../requests/entities.ts';
@@ -123,7 +124,7 @@ async function resolveAccount(em: EntityManager, orm: MikroORM, accountId: strin
   return account.id;
 }
 
-function checkKeyInput(input: CreateKeyInput): { livemode: boolean; permissions: string[]; expiresAt: Date | null } {
+function checkKeyInput(input: CreateKeyInput, scopes: readonly string[]): { livemode: boolean; permissions: string[]; expiresAt: Date | null } {
   const errors: FieldError[] = [];
   if (!input.name?.trim()) errors.push({ path: 'name', message: 'must not be empty' });
   let livemode = input.type === 'live';
@@ -133,9 +134,9 @@ function checkKeyInput(input: CreateKeyInput): { livemode: boolean; permissions:
     errors.push({ path: 'mode', message: `a ${input.type} key is always in ${input.type} mode; omit mode or use type restricted` });
   }
   const permissions = [...new Set(input.permissions ?? [])];
-  const bad = permissions.filter((p) => !isPermission(p));
+  const bad = permissions.filter((p) => !isPermission(p, scopes));
   if (bad.length) {
-    errors.push({ path: 'permissions', message: `unknown permission(s) ${bad.join(', ')}; use <area>:read or <area>:write` });
+    errors.push({ path: 'permissions', message: `unknown permission(s) ${bad.join(', ')}; use <scope>:read or <scope>:write with a scope of ${scopes.join(', ')}` });
   }
   if (input.type === 'restricted' && permissions.length === 0) {
     errors.push({ path: 'permissions', message: 'a restricted key needs at least one permission, e.g. crm:read' });
@@ -145,8 +146,8 @@ function checkKeyInput(input: CreateKeyInput): { livemode: boolean; permissions:
   }
   let expiresAt: Date | null = null;
   if (input.expires) {
-    if (!/^\d{4}-\d{2}-\d{2}$/.test(input.expires) || Number.isNaN(Date.parse(`${input.expires}T00:00:00Z`))) {
-      errors.push({ path: 'expires', message: 'expected a date YYYY-MM-DD' });
+    if (!isCalendarDate(input.expires)) {
+      errors.push({ path: 'expires', message: 'expected a calendar date YYYY-MM-DD (a day that exists, e.g. 2026-02-28)' });
     } else {
       expiresAt = new Date(`${input.expires}T00:00:00Z`);
       if (expiresAt.getTime() <= Date.now()) errors.push({ path: 'expires', message: 'must be a future date' });
@@ -157,8 +158,9 @@ function checkKeyInput(input: CreateKeyInput): { livemode: boolean; permissions:
 }
 
 /** Creates a key; the returned `secret` is the only time its full text exists outside the caller. */
-export async function createKey(orm: MikroORM, input: CreateKeyInput): Promise<KeyView & { secret: string }> {
-  const { livemode, permissions, expiresAt } = checkKeyInput(input);
+/** `scopes`: the permission scopes keys may hold (domain/registry.ts `permissionScopes`). */
+export async function createKey(orm: MikroORM, input: CreateKeyInput, scopes: readonly string[]): Promise<KeyView & { secret: string }> {
+  const { livemode, permissions, expiresAt } = checkKeyInput(input, scopes);
   const em = orm.em.fork();
   const accountId = await resolveAccount(em, orm, input.accountId);
   const text = generateKeyText(input.type, livemode);

@@ -1,4 +1,5 @@
-import { divHalfEven, type UsagePricing } from '../../workflows/billing/shared.ts';
+import type { UsagePricing } from '../../workflows/billing/shared.ts';
+import { divideHalfEven } from '../money.ts';
 
 /**
  * Invoice arithmetic, exact: quantities and unit amounts are decimal strings handled as scaled
@@ -24,7 +25,7 @@ export function fromMicro(value: bigint): string {
 
 /** quantity × unit amount (both decimal strings), as integer minor units rounded half-even. */
 export function extend(quantity: string, unitAmount: string): number {
-  return Number(divHalfEven(toMicro(quantity) * toMicro(unitAmount), SCALE * SCALE));
+  return Number(divideHalfEven(toMicro(quantity) * toMicro(unitAmount), SCALE * SCALE));
 }
 
 export interface UsageLine {
@@ -65,5 +66,5 @@ export function usageLines(pricing: UsagePricing, total: string): UsageLine[] {
  * half-even to the minor unit: 1050 at 5 % → 52 (52.5 rounds to even), 1150 at 5 % → 58.
  */
 export function taxOn(amount: number, percentage: string): number {
-  return Number(divHalfEven(BigInt(amount) * toMicro(percentage), 100n * SCALE));
+  return Number(divideHalfEven(BigInt(amount) * toMicro(percentage), 100n * SCALE));
 }

@@ -1,3 +1,4 @@
+import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError, conflict, notFound, validationFailed } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
@@ -5,31 +6,18 @@ import { recordEvent } from '../events/outbox.ts';
 import { scopeColumns, type Scope } from '../scope.ts';
 import {
   DAY_MS, DEFAULT_DUNNING, isoDay, subscriptionWorkflowId,
-  type BillingCycle, type DunningPolicy, type Interval, type InvoiceLineItem, type InvoiceView, type PlanSnapshot, type ProrationItem,
-  type SubscriptionSnapshot, type SubscriptionView, type UsagePricing,
+  type BillingCycle, type DunningPolicy, type Interval, type InvoiceLineItem, type PlanSnapshot, type ProrationItem,
+  type SubscriptionSnapshot, type UsagePricing,
 } from '../../workflows/billing/shared.ts';
+import type { InvoiceView, PlanView, SubscriptionView, TaxRateView, TestClockView, UsageRecordView } from './schemas.ts';
 import { BillingPlan, Invoice, Subscription, TaxRate, TestClock, UsageRecord } from './entities.ts';
 import { taxOn, toMicro, fromMicro, usageLines } from './pricing.ts';
 
+export type { PlanView, TaxRateView, TestClockView, UsageRecordView } from './schemas.ts';
+
 const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
-// LockMode.PESSIMISTIC_WRITE (a const enum in MikroORM, so written as its value, as payments does).
-const PESSIMISTIC_WRITE = 4;
 
 // ---- Plans ----------------------------------------------------------------------------------
-
-export interface PlanView {
-  id: string;
-  object: 'plan';
-  livemode: boolean;
-  name: string;
-  currency: string;
-  amount: number;
-  interval: Interval;
-  usage: UsagePricing | null;
-  dunning: DunningPolicy;
-  metadata: Record<string, string>;
-  created_at: string;
-}
 
 export function planView(p: BillingPlan): PlanView {
   return {
@@ -67,8 +55,6 @@ export async function listPlans(em: EntityManager, where: Record<string, unknown
 
 // ---- Tax rates ------------------------------------------------------------------------------
 
-export interface TaxRateView { id: string; object: 'tax_rate'; livemode: boolean; jurisdiction: string; name: string; percentage: string; created_at: string }
-
 function taxRateView(t: TaxRate): TaxRateView {
   return { id: t.id, object: 'tax_rate', livemode: t.livemode, jurisdiction: t.jurisdiction, name: t.name, percentage: fromMicro(toMicro(t.percentage)), created_at: t.createdAt.toISOString() };
 }
@@ -84,8 +70,6 @@ export async function listTaxRates(em: EntityManager, where: Record<string, unkn
 }
 
 // ---- Test clocks ----------------------------------------------------------------------------
-
-export interface TestClockView { id: string; object: 'test_clock'; livemode: false; name: string | null; frozen_time: string; status: 'ready' | 'advancing'; created_at: string }
 
 export function clockView(c: TestClock): TestClockView {
   return { id: c.id, object: 'test_clock', livemode: false, name: c.name ?? null, frozen_time: c.frozenTime.toISOString(), status: c.status, created_at: c.createdAt.toISOString() };
@@ -114,13 +98,33 @@ export async function findTestClock(em: EntityManager, id: string): Promise<Test
   return clock;
 }
 
-/** Moves the clock forward (never back) and marks it advancing; answers the subscriptions to signal. */
+/** How far one advance may move a test clock: every advance replays all billing due up to its target. */
+export const MAX_ADVANCE_YEARS = 2;
+
+/** The latest time one advance may reach from `current`: the same instant `MAX_ADVANCE_YEARS` calendar years later (UTC). */
+export function maxAdvanceTarget(current: Date): Date {
+  const limit = new Date(current.getTime());
+  limit.setUTCFullYear(limit.getUTCFullYear() + MAX_ADVANCE_YEARS);
+  return limit;
+}
+
+/**
+ * Moves the clock forward (never back, at most `MAX_ADVANCE_YEARS` at a time) and marks it
+ * advancing; answers the subscriptions to signal.
+ */
 export async function beginAdvance(em: EntityManager, id: string, to: Date): Promise<{ clock: TestClockView; subscriptions: string[] }> {
   return em.transactional(async (tx) => {
-    const clock = await tx.findOne(TestClock, { id }, { lockMode: PESSIMISTIC_WRITE });
+    const clock = await tx.findOne(TestClock, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!clock) throw notFound('test clock', id);
     if (to.getTime() <= clock.frozenTime.getTime()) {
       throw validationFailed([{ path: 'frozen_time', message: `must be later than the clock's current time ${clock.frozenTime.toISOString()}` }]);
+    }
+    const limit = maxAdvanceTarget(clock.frozenTime);
+    if (to.getTime() > limit.getTime()) {
+      throw validationFailed([{
+        path: 'frozen_time',
+        message: `may be at most ${MAX_ADVANCE_YEARS} years after the clock's current time ${clock.frozenTime.toISOString()}, i.e. no later than ${limit.toISOString()}; advance in several steps`,
+      }]);
     }
     clock.frozenTime = to;
     clock.status = 'advancing';
@@ -270,7 +274,7 @@ export async function createPeriodInvoice(em: EntityManager, input: CreateInvoic
   const scope = { accountId: input.accountId, livemode: input.livemode };
   return em.transactional(async (tx) => {
     // The subscription row lock orders this against usage records being added for the period.
-    await tx.findOne(Subscription, { id: input.subscriptionId }, { lockMode: PESSIMISTIC_WRITE });
+    await tx.findOne(Subscription, { id: input.subscriptionId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     const existing = await tx.findOne(Invoice, { subscriptionId: input.subscriptionId, periodStart: new Date(input.periodStart) });
     if (existing) return invoiceView(existing);
 
@@ -324,7 +328,7 @@ export async function createPeriodInvoice(em: EntityManager, input: CreateInvoic
 /** The next collection attempt of an invoice, with its payment id (the same one when retried). */
 export async function prepareCollection(em: EntityManager, invoiceId: string): Promise<{ attempt: number; paymentId: string; amount: number; currency: string; alreadyPaid: boolean }> {
   return em.transactional(async (tx) => {
-    const inv = await tx.findOne(Invoice, { id: invoiceId }, { lockMode: PESSIMISTIC_WRITE });
+    const inv = await tx.findOne(Invoice, { id: invoiceId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!inv) throw notFound('invoice', invoiceId);
     const base = { amount: inv.amount - inv.amountPaid, currency: inv.currency, alreadyPaid: inv.status === 'paid' };
     const open = await tx.getConnection().execute<{ attempt: number; payment_id: string }[]>(
@@ -346,7 +350,7 @@ export async function recordCollection(
   em: EntityManager, input: { invoiceId: string; attempt: number; paymentId: string; outcome: 'succeeded' | 'failed'; failureCode: string | null; at: number },
 ): Promise<{ paid: boolean }> {
   return em.transactional(async (tx) => {
-    const inv = await tx.findOne(Invoice, { id: input.invoiceId }, { lockMode: PESSIMISTIC_WRITE });
+    const inv = await tx.findOne(Invoice, { id: input.invoiceId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!inv) throw notFound('invoice', input.invoiceId);
     const updated = await tx.getConnection().execute<{ invoice_id: string }[]>(
       `update invoice_collection_attempts set status = ?, failure_code = ? where invoice_id = ? and attempt = ? and status = 'processing' returning invoice_id`,
@@ -376,12 +380,10 @@ export async function markUncollectible(em: EntityManager, invoiceIds: string[])
 
 // ---- Usage ----------------------------------------------------------------------------------
 
-export interface UsageRecordView { id: string; object: 'usage_record'; livemode: boolean; subscription_id: string; metric_name: string; quantity: string; timestamp: string; invoice_id: string | null; created_at: string }
-
 function usageView(u: UsageRecord): UsageRecordView {
   return {
     id: u.id, object: 'usage_record', livemode: u.livemode, subscription_id: u.subscriptionId, metric_name: u.metricName,
-    quantity: fromMicro(toMicro(String(u.quantity))), timestamp: u.timestamp.toISOString(), invoice_id: u.invoiceId ?? null, created_at: u.createdAt.toISOString(),
+    quantity: Number(fromMicro(toMicro(String(u.quantity)))), timestamp: u.timestamp.toISOString(), invoice_id: u.invoiceId ?? null, created_at: u.createdAt.toISOString(),
   };
 }
 
@@ -399,10 +401,10 @@ export async function recordUsage(
     if (existing) return usageView(existing);
   }
   return em.transactional(async (tx) => {
-    const sub = await tx.findOne(Subscription, { id: input.subscriptionId }, { lockMode: PESSIMISTIC_WRITE });
+    const sub = await tx.findOne(Subscription, { id: input.subscriptionId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!sub) throw validationFailed([{ path: 'subscription_id', message: `no subscription with id '${input.subscriptionId}' exists in this account and mode` }]);
     if (sub.status === 'canceled' || sub.status === 'unpaid') {
-      throw conflict('subscription_not_active', `Subscription ${sub.id} is ${sub.status}; it takes no more usage.`, 'Record usage only for trialing, active, paused or past_due subscriptions.', { status: sub.status });
+      throw conflict('subscription_not_active', `Subscription ${sub.id} is ${sub.status}; it takes no more usage.`, 'Record usage only for trialing, active, paused or past_due subscriptions.', { subscription_status: sub.status });
     }
     const plan = await tx.findOneOrFail(BillingPlan, { id: sub.planId });
     if (!plan.usage || plan.usage.metric_name !== input.metricName) {

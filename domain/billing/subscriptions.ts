@@ -1,22 +1,19 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import {
-  WithStartWorkflowOperation, WorkflowIdReusePolicy, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle,
-} from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { conflict, validationFailed, type ApiError, type FieldError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import { searchAttributes, sendUpdate, startResource } from '../../platform/temporal-kit.ts';
 import type { TemporalHandle } from '../../platform/temporal.ts';
 import {
-  INVALID_TRANSITION, advanceClockSignal, awaitSubscriptionRecordedUpdate, cancelSubscriptionUpdate, changePlanUpdate,
+  advanceClockSignal, awaitSubscriptionRecordedUpdate, cancelSubscriptionUpdate, changePlanUpdate,
   pauseSubscriptionUpdate, resumeSubscriptionUpdate, retryCollectionUpdate, updatePaymentMethodUpdate, subscriptionProgressQuery, subscriptionWorkflowId,
   type BillingCycle, type SubscriptionProgress, type SubscriptionView, type SubscriptionWorkflowInput,
 } from '../../workflows/billing/shared.ts';
 import type { subscriptionWorkflow } from '../../workflows/billing/subscription.ts';
-import type { CardInput, CardOnFile } from '../payments/cards.ts';
-import type { PaymentGateways } from '../payments/gateways/index.ts';
-import { checkCustomers, chooseGateway, tokenize, type PaymentsContext } from '../payments/process.ts';
+import { checkCustomers } from '../customers/public.ts';
+import { chooseGateway, tokenize, type CardInput, type CardOnFile, type PaymentGateways, type PaymentsContext } from '../payments/public.ts';
 import type { Scope } from '../scope.ts';
-import { BillingPlan, TestClock } from './entities.ts';
+import { BillingPlan, Subscription, TestClock } from './entities.ts';
 import {
   beginAdvance, findPlan, findSubscription, findTestClock, finishAdvance, planSnapshot, requireSandbox, subscriptionView,
   type TestClockView,
@@ -50,15 +47,18 @@ export interface CreateSubscriptionInput {
   card: CardInput | null;
   metadata: Record<string, string>;
   requestId: string | null;
-}
-
-function searchAttributes(scope: Scope, subscriptionId: string, customerId: string): Record<string, string[]> {
-  return {
-    BpAccountId: [scope.accountId], BpMode: [scope.livemode ? 'live' : 'test'], BpCustomerId: [customerId], BpResourceId: [subscriptionId],
-  };
+  /**
+   * The new subscription's id (`ctx.resourceId`: the same for every retry with one Idempotency-Key).
+   * A subscription with this id that exists already is the answer: an earlier attempt created it.
+   */
+  subscriptionId?: string;
 }
 
 export async function createSubscription(ctx: BillingContext, scope: Scope, input: CreateSubscriptionInput): Promise<SubscriptionView> {
+  if (input.subscriptionId) {
+    const existing = await ctx.em.findOne(Subscription, { id: input.subscriptionId });
+    if (existing) return subscriptionView(existing);
+  }
   const errors: FieldError[] = await checkCustomers(ctx.em, [['customer_id', input.customerId]]);
   const plan = await ctx.em.findOne(BillingPlan, { id: input.planId });
   if (!plan) errors.push({ path: 'plan_id', message: `no plan with id '${input.planId}' exists in this account and mode` });
@@ -69,7 +69,6 @@ export async function createSubscription(ctx: BillingContext, scope: Scope, inpu
       errors.push({ path: 'billing_cycle', message: `plan ${plan.id} is priced ${plan.interval}; use billing_cycle "${plan.interval}" (or "usage_based" for a usage-priced plan)` });
     }
   }
-  if (input.autoCollection && !input.card) errors.push({ path: 'payment_method', message: 'auto_collection needs a payment_method (a card) to charge' });
   let startAt = Date.now();
   if (input.testClockId) {
     requireSandbox(scope);
@@ -86,50 +85,40 @@ export async function createSubscription(ctx: BillingContext, scope: Scope, inpu
     gateway = await chooseGateway(payments, scope);
     card = await tokenize(payments, gateway, input.card);
   }
-  const subscriptionId = newId('subscription');
+  const subscriptionId = input.subscriptionId ?? newId('subscription');
   const workflowInput: SubscriptionWorkflowInput = {
     subscriptionId, accountId: scope.accountId, livemode: scope.livemode, customerId: input.customerId, plan: planSnapshot(plan!),
     billingCycle: cycle, autoCollection: input.autoCollection, daysUntilDue: input.daysUntilDue, trialPeriodDays: input.trialPeriodDays,
     taxJurisdiction: input.taxJurisdiction, card, gateway, testClockId: input.testClockId, startAt, metadata: input.metadata,
     paymentsTaskQueue: ctx.temporal.taskQueue('payments'), cyclesPerRun: ctx.cyclesPerRun, requestId: input.requestId,
   };
-  const start = new WithStartWorkflowOperation<typeof subscriptionWorkflow>('subscriptionWorkflow', {
+  return startResource<typeof subscriptionWorkflow, SubscriptionView, []>(ctx.temporal, {
+    workflowType: 'subscriptionWorkflow',
     workflowId: subscriptionWorkflowId(subscriptionId),
     taskQueue: ctx.temporal.taskQueue('billing'),
     args: [workflowInput],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-    searchAttributes: searchAttributes(scope, subscriptionId, input.customerId),
+    searchAttributes: searchAttributes({ accountId: scope.accountId, livemode: scope.livemode, customerId: input.customerId, resourceId: subscriptionId }),
+    update: awaitSubscriptionRecordedUpdate,
+    updateArgs: [],
   });
-  return ctx.temporal.client.workflow.executeUpdateWithStart(awaitSubscriptionRecordedUpdate, { args: [], startWorkflowOperation: start });
 }
+
+const SUGGESTION = 'Check the subscription\'s current status (GET /v3/subscriptions/{id}) and send an action that status allows.';
 
 function invalidTransition(status: string, detail: string): ApiError {
-  return conflict('invalid_state_transition', detail,
-    'Check the subscription\'s current status (GET /v3/subscriptions/{id}) and send an action that status allows.', { current_status: status });
+  return conflict('invalid_state_transition', detail, SUGGESTION, { current_state: status });
 }
 
-/** Sends an update to the subscription's workflow; a refusal by its validator becomes 409. */
+/** Sends an update to the subscription's workflow; a refusal by its validator becomes its problem (409 for a transition). */
 async function update<T>(ctx: WorkflowContext, id: string, send: (h: WorkflowHandle<typeof subscriptionWorkflow>) => Promise<T>): Promise<T> {
   const sub = await findSubscription(ctx.em, id);
   if (sub.status === 'canceled') throw invalidTransition('canceled', `Subscription ${id} is canceled; it cannot change any more.`);
   const handle = ctx.temporal.client.workflow.getHandle<typeof subscriptionWorkflow>(sub.workflowId);
-  try {
-    return await send(handle);
-  } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure && err.cause.type === INVALID_TRANSITION) {
-      const status = (err.cause.details?.[0] as { status?: string } | undefined)?.status ?? sub.status;
-      throw invalidTransition(status, `${err.cause.message} (current status: ${status})`);
-    }
-    if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
-      throw validationFailed([{ path: '(body)', message: err.cause.message }]);
-    }
-    if (err instanceof WorkflowNotFoundError) {
-      const fresh = await findSubscription(ctx.em.fork(), id);
-      throw invalidTransition(fresh.status, `Subscription ${id} is ${fresh.status}; it cannot change any more.`);
-    }
-    throw err;
-  }
+  return sendUpdate(() => send(handle), {
+    resource: `Subscription ${id}`,
+    suggestion: SUGGESTION,
+    currentState: async () => (await findSubscription(ctx.em.fork(), id)).status,
+  });
 }
 
 export function pauseSubscription(ctx: BillingContext, id: string, resumesAt: Date | null, requestId: string | null): Promise<SubscriptionView> {
@@ -138,8 +127,22 @@ export function pauseSubscription(ctx: BillingContext, id: string, resumesAt: Da
 export function resumeSubscription(ctx: BillingContext, id: string, requestId: string | null): Promise<SubscriptionView> {
   return update(ctx, id, (h) => h.executeUpdate(resumeSubscriptionUpdate, { args: [{ requestId }] }));
 }
-export function cancelSubscription(ctx: BillingContext, id: string, atPeriodEnd: boolean, requestId: string | null): Promise<SubscriptionView> {
-  return update(ctx, id, (h) => h.executeUpdate(cancelSubscriptionUpdate, { args: [{ atPeriodEnd, requestId }] }));
+/**
+ * Cancels now or at the period end. A retry with the Idempotency-Key of the request that canceled
+ * it (its answer was lost, e.g. the API died before storing it) answers the canceled subscription,
+ * not 409: the workflow keeps that key (`canceledBy`), and can be asked even once it has finished.
+ */
+export async function cancelSubscription(
+  ctx: BillingContext, id: string, atPeriodEnd: boolean, requestId: string | null, idempotencyKey: string | null = null,
+): Promise<SubscriptionView> {
+  if (idempotencyKey) {
+    const sub = await findSubscription(ctx.em, id);
+    if (sub.status === 'canceled') {
+      const progress = await ctx.temporal.client.workflow.getHandle(sub.workflowId).query(subscriptionProgressQuery);
+      if (progress.state.canceledBy === idempotencyKey) return subscriptionView(sub);
+    }
+  }
+  return update(ctx, id, (h) => h.executeUpdate(cancelSubscriptionUpdate, { args: [{ atPeriodEnd, requestId, idempotencyKey }] }));
 }
 export async function changeSubscriptionPlan(ctx: BillingContext, id: string, planId: string, prorate: boolean, requestId: string | null): Promise<SubscriptionView> {
   const sub = await findSubscription(ctx.em, id);

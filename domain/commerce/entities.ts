@@ -1,5 +1,6 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { scopeFilter, scopedColumns } from '../scope.ts';
+import { FULFILLMENT_STATUSES, ORDER_STATUSES, PAYMENT_STATUSES, type OrderStatus } from './schemas.ts';
 
 export interface Variant {
   name: string;
@@ -102,12 +103,9 @@ export const InventoryLevel = defineEntity({
 });
 export type InventoryLevel = InferEntity<typeof InventoryLevel>;
 
-export const ORDER_STATUSES = ['processing', 'fulfilled', 'canceled'] as const;
-export type OrderStatus = (typeof ORDER_STATUSES)[number];
-export const FULFILLMENT_STATUSES = ['pending', 'delayed', 'fulfilled', 'canceled'] as const;
-export type FulfillmentStatus = (typeof FULFILLMENT_STATUSES)[number];
-export const PAYMENT_STATUSES = ['unpaid', 'paid', 'refunded'] as const;
-export type OrderPaymentStatus = (typeof PAYMENT_STATUSES)[number];
+export {
+  FULFILLMENT_STATUSES, ORDER_STATUSES, PAYMENT_STATUSES, type FulfillmentStatus, type OrderPaymentStatus, type OrderStatus,
+} from './schemas.ts';
 
 /** Status groups for `GET /v3/orders?status_group=…`, each a documented set of statuses. */
 export const ORDER_STATUS_GROUPS = {

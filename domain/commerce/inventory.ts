@@ -3,6 +3,7 @@ import { ApiError, notFound, validationFailed, type FieldError } from '../../pla
 import { recordEvent } from '../events/outbox.ts';
 import type { Scope } from '../scope.ts';
 import type { Allocation } from './entities.ts';
+import type { InventoryLevelView } from './schemas.ts';
 import { isoUtc } from './sql.ts';
 
 /**
@@ -37,18 +38,7 @@ export interface StockChange {
   location?: string;
 }
 
-export interface InventoryLevelView {
-  object: 'inventory_level';
-  sku: string;
-  warehouse_id: string;
-  quantity: number;
-  reserved: number;
-  available: number;
-  safety_stock: number;
-  reorder_point: number;
-  location: string | null;
-  last_updated: string;
-}
+export type { InventoryLevelView } from './schemas.ts';
 
 interface LevelRow {
   warehouse_id: string;

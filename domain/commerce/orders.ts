@@ -1,9 +1,8 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { conflict, notFound, validationFailed, type ApiError, type FieldError } from '../../platform/errors.ts';
+import { ApiError, conflict, notFound, validationFailed, type FieldError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { orderWorkflowId, type OrderWorkflowInput } from '../../workflows/commerce/shared.ts';
-import { Customer } from '../customers/entities.ts';
+import { orderWorkflowId, type OrderDraft } from '../../workflows/commerce/shared.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { scopeColumns, type Scope } from '../scope.ts';
 import type { PageArgs } from './catalog.ts';
@@ -11,37 +10,13 @@ import {
   ORDER_STATUS_GROUPS, Order, Product, Store,
   type Address, type FulfillmentStatus, type OrderLine, type OrderPaymentStatus, type OrderStatus, type OrderStatusGroup,
 } from './entities.ts';
+import type { OrderView } from './schemas.ts';
+
+export type { OrderView } from './schemas.ts';
 import { consumeStock, releaseStock, reserveStock } from './inventory.ts';
 import { loadRates, priceIn } from './pricing.ts';
-
-export interface OrderView {
-  id: string;
-  object: 'order';
-  livemode: boolean;
-  store_id: string;
-  customer_id: string;
-  status: OrderStatus;
-  payment_status: OrderPaymentStatus;
-  total_amount: number;
-  currency: string;
-  line_items: OrderLine[];
-  shipping_address: Address;
-  fulfillment: {
-    status: FulfillmentStatus;
-    tracking_number: string | null;
-    carrier: string | null;
-    deadline: string;
-    fulfilled_at: string | null;
-  };
-  workflow_id: string;
-  canceled_at: string | null;
-  cancellation_reason: string | null;
-  paid_at: string | null;
-  payment_id: string | null;
-  metadata: Record<string, string>;
-  created_at: string;
-  updated_at: string;
-}
+import { Customer } from '../customers/public.ts';
+import { findSucceededPayment } from '../payments/public.ts';
 
 export function orderView(o: Order): OrderView {
   return {
@@ -59,13 +34,6 @@ export function orderView(o: Order): OrderView {
   };
 }
 
-export function orderWorkflowInput(o: Order): OrderWorkflowInput {
-  return {
-    orderId: o.id, accountId: o.accountId, livemode: o.livemode, customerId: o.customerId,
-    fulfillmentDeadline: o.fulfillmentDeadline.toISOString(),
-  };
-}
-
 export interface OrderInput {
   store_id: string;
   customer_id: string;
@@ -78,13 +46,11 @@ export interface OrderInput {
 }
 
 /**
- * Creates an order: prices every line in the order's currency, reserves stock (one conditional
- * UPDATE per warehouse row, lines in SKU order so concurrent orders lock rows in one order) and
- * writes the row and `order.created` in the same transaction. A shortfall on any line rolls the
- * whole order back. The caller then starts the order workflow; if it cannot (a crash, Temporal
- * down), the outbox dispatcher starts it from `order.created` (see `orderWorkflowConsumer`).
+ * The first half of placing an order (in the API, before its workflow starts): checks the store,
+ * customer and every line (422 naming every bad field) and prices each line in the order's
+ * currency. Nothing is written; `writeOrder` (the workflow's first activity) does the rest.
  */
-export async function createOrder(em: EntityManager, scope: Scope, input: OrderInput, requestId: string | null): Promise<Order> {
+export async function draftOrder(em: EntityManager, scope: Scope, input: OrderInput, requestId: string | null, orderId?: string): Promise<OrderDraft> {
   const errors: FieldError[] = [];
   const skus = [...new Set(input.line_items.map((l) => l.sku))];
   // Independent reads, side by side (each on its own pooled connection).
@@ -127,33 +93,59 @@ export async function createOrder(em: EntityManager, scope: Scope, input: OrderI
   });
   if (errors.length) throw validationFailed(errors);
 
-  const tracked = new Set(products.filter((p) => p.trackQuantity && !p.unlimited).map((p) => p.sku));
   const total = lines.reduce((sum, l) => sum + l.amount, 0);
   if (!Number.isSafeInteger(total)) throw validationFailed([{ path: 'line_items', message: 'the order total is too large' }]);
-  const id = newId('order');
-  const now = new Date();
+  if (input.payment_id !== undefined) await checkOrderPayment(em, input.payment_id, total, input.currency, null);
+  const tracked = products.filter((p) => p.trackQuantity && !p.unlimited).map((p) => p.sku);
+  const now = Date.now();
+  return {
+    orderId: orderId ?? newId('order'), accountId: scope.accountId, livemode: scope.livemode, storeId: store!.id, customerId: input.customer_id,
+    currency: input.currency, lines, trackedSkus: tracked, total, shippingAddress: input.shipping_address,
+    paymentStatus: input.payment_status ?? 'unpaid', paymentId: input.payment_id ?? null, metadata: input.metadata ?? {},
+    placedAt: new Date(now).toISOString(),
+    fulfillmentDeadline: new Date(now + store!.fulfillmentDeadlineSeconds * 1000).toISOString(),
+    requestId,
+  };
+}
 
+/**
+ * The second half (the order workflow's first activity): reserves stock (one conditional UPDATE
+ * per warehouse row, lines in SKU order so concurrent orders lock rows in one order) and writes
+ * the row and `order.created` in one transaction. A shortfall on any line rolls the whole order
+ * back (409 `insufficient_stock`). Idempotent under retry: keyed by the order id, a second run
+ * after a commit whose answer was lost finds the row and returns it.
+ */
+export async function writeOrder(em: EntityManager, scope: Scope, draft: OrderDraft): Promise<OrderView> {
   return em.transactional(async (tx) => {
+    const existing = await tx.findOne(Order, { id: draft.orderId });
+    if (existing) return orderView(existing);
+    const lines: OrderLine[] = draft.lines.map((l) => ({ ...l, allocations: [] }));
+    const tracked = new Set(draft.trackedSkus);
     // Reserve in SKU order: two orders for the same SKUs take the row locks in the same order.
     const order = [...lines.keys()].sort((a, b) => (lines[a]!.sku < lines[b]!.sku ? -1 : lines[a]!.sku > lines[b]!.sku ? 1 : a - b));
     for (const index of order) {
       const line = lines[index]!;
-      if (tracked.has(line.sku)) line.allocations = await reserveStock(tx, scope, line.sku, line.quantity, requestId);
+      if (tracked.has(line.sku)) line.allocations = await reserveStock(tx, scope, line.sku, line.quantity, draft.requestId);
     }
+    const placedAt = new Date(draft.placedAt);
     const row = tx.create(Order, {
-      id, ...scopeColumns(scope), storeId: store!.id, customerId: input.customer_id, status: 'processing',
-      paymentStatus: input.payment_status ?? 'unpaid', totalAmount: total, currency: input.currency,
-      lineItems: lines, shippingAddress: input.shipping_address, fulfillmentStatus: 'pending',
+      id: draft.orderId, ...scopeColumns(scope), storeId: draft.storeId, customerId: draft.customerId, status: 'processing',
+      paymentStatus: draft.paymentStatus, totalAmount: draft.total, currency: draft.currency,
+      lineItems: lines, shippingAddress: draft.shippingAddress, fulfillmentStatus: 'pending',
       trackingNumber: null, carrier: null,
-      fulfillmentDeadline: new Date(now.getTime() + store!.fulfillmentDeadlineSeconds * 1000),
-      workflowId: orderWorkflowId(id), workflowConfirmedAt: null,
-      paidAt: input.payment_status === 'paid' ? now : null, paymentId: input.payment_id ?? null,
+      fulfillmentDeadline: new Date(draft.fulfillmentDeadline),
+      // Written by the workflow's own activity: the workflow exists.
+      workflowId: orderWorkflowId(draft.orderId), workflowConfirmedAt: new Date(),
+      paidAt: draft.paymentStatus === 'paid' ? placedAt : null, paymentId: draft.paymentId,
       fulfilledAt: null, canceledAt: null, cancellationReason: null,
-      metadata: input.metadata ?? {}, createdAt: now, updatedAt: now,
+      metadata: draft.metadata, createdAt: placedAt, updatedAt: placedAt,
     });
-    recordEvent(tx, scope, { type: 'order.created', object: orderView(row), customerId: row.customerId, requestId });
+    recordEvent(tx, scope, { type: 'order.created', object: orderView(row), customerId: row.customerId, requestId: draft.requestId });
     await tx.flush();
-    return row;
+    return orderView(row);
+  }).catch((err: unknown) => {
+    if (draft.paymentId !== null && isPaymentTaken(err)) throw paymentAlreadyUsed(draft.paymentId, null);
+    throw err;
   });
 }
 
@@ -253,15 +245,6 @@ export interface TransitionResult {
   fulfillment: FulfillmentStatus;
 }
 
-/** Run by the order workflow's first activity: the workflow exists, the reconciliation is done. */
-export async function confirmOrderWorkflow(em: EntityManager, id: string): Promise<TransitionResult> {
-  const order = await findOrder(em, id);
-  if (!order.workflowConfirmedAt) {
-    await em.nativeUpdate(Order, { id, workflowConfirmedAt: null }, { workflowConfirmedAt: new Date() });
-  }
-  return { status: order.status, fulfillment: order.fulfillmentStatus };
-}
-
 /**
  * Fulfils a processing order: the reserved units leave their warehouses, `order.fulfilled` is
  * recorded. Idempotent: a retry after a commit whose answer was lost finds the order fulfilled.
@@ -320,6 +303,40 @@ export async function markFulfillmentDelayed(em: EntityManager, scope: Scope, id
   });
 }
 
+/**
+ * A `payment_id` pays an order only when it is a succeeded payment of the same account and mode
+ * (the em's scope), for exactly the order's total and currency, not refunded, and not already the
+ * payment of another order: 422 `order_payment_invalid` (path `payment_id`) or 409
+ * `order_payment_used`. The unique index on orders (account, mode, payment_id) closes the race two
+ * concurrent orders would otherwise win together (see `paymentAlreadyUsed`).
+ */
+async function checkOrderPayment(em: EntityManager, paymentId: string, total: number, currency: string, orderId: string | null): Promise<void> {
+  const payment = await findSucceededPayment(em, paymentId);
+  const invalid = (message: string): ApiError => new ApiError({
+    status: 422, code: 'order_payment_invalid', title: 'Payment Not Usable',
+    detail: `Payment '${paymentId}' cannot pay this order: ${message}.`,
+    suggestion: 'Pay the order\'s exact total in its currency, then send that payment\'s id as payment_id.',
+    errors: [{ path: 'payment_id', message }],
+  });
+  if (!payment) throw invalid('no succeeded payment with this id exists in this account and mode');
+  if (payment.currency !== currency) throw invalid(`the payment is in ${payment.currency}, the order in ${currency}`);
+  if (payment.amount !== total) throw invalid(`the payment is for ${payment.amount}, the order totals ${total} (minor units)`);
+  if (payment.amountRefunded > 0) throw invalid('the payment was (partly) refunded');
+  const other = await em.fork().findOne(Order, { paymentId, ...(orderId ? { id: { $ne: orderId } } : {}) }, { fields: ['id'] });
+  if (other) throw paymentAlreadyUsed(paymentId, other.id);
+}
+
+function paymentAlreadyUsed(paymentId: string, orderId: string | null): ApiError {
+  return conflict('order_payment_used', `Payment '${paymentId}' already pays ${orderId ? `order ${orderId}` : 'another order'}.`,
+    'One payment pays one order: create a new payment for this order.', orderId ? { order_id: orderId } : {});
+}
+
+/** The unique index orders (account_id, livemode, payment_id) refused a second order for one payment. */
+function isPaymentTaken(err: unknown): boolean {
+  const e = err as { code?: string; constraint?: string; message?: string };
+  return e?.code === '23505' && `${e.constraint ?? ''} ${e.message ?? ''}`.includes('orders_payment_id_unique');
+}
+
 /** Records that an order was paid (out of band or by a payment); `order.updated` carries the change. */
 export async function markOrderPaid(
   em: EntityManager, scope: Scope, id: string, paymentId: string | null, requestId: string | null,
@@ -329,6 +346,7 @@ export async function markOrderPaid(
     if (!order) throw notFound('order', id);
     if (order.paymentStatus === 'paid') return orderView(order);
     if (order.status === 'canceled') throw invalidTransition(order, 'paid');
+    if (paymentId !== null) await checkOrderPayment(tx, paymentId, order.totalAmount, order.currency, order.id);
     const before = orderView(order);
     const now = new Date();
     Object.assign(order, { paymentStatus: 'paid', paidAt: now, paymentId: paymentId ?? order.paymentId ?? null, updatedAt: now });
@@ -339,5 +357,8 @@ export async function markOrderPaid(
     });
     await tx.flush();
     return orderView(order);
+  }).catch((err: unknown) => {
+    if (paymentId !== null && isPaymentTaken(err)) throw paymentAlreadyUsed(paymentId, null);
+    throw err;
   });
 }

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { convertMinorUnits, exponent } from '../money.ts';
+import { convertMinorUnits, divideHalfEven, exponent } from '../money.ts';
 import type { Scope } from '../scope.ts';
 import { isoUtc } from './sql.ts';
 
@@ -68,17 +68,6 @@ export async function setRates(em: EntityManager, scope: Scope, base: string, ra
   return listRates(em, scope);
 }
 
-/** (numerator / denominator) rounded half-even, on bigints. */
-function divHalfEven(numerator: bigint, denominator: bigint): bigint {
-  const negative = numerator < 0n !== denominator < 0n;
-  const n = numerator < 0n ? -numerator : numerator;
-  const d = denominator < 0n ? -denominator : denominator;
-  let q = n / d;
-  const twice = (n % d) * 2n;
-  if (twice > d || (twice === d && q % 2n === 1n)) q += 1n;
-  return negative ? -q : q;
-}
-
 /** Converts with the inverse of a stored rate (quote→base stored, base→quote wanted), exactly. */
 function convertInverse(minor: number, from: string, to: string, inverseRate: string): number {
   const [whole, fraction = ''] = inverseRate.split('.');
@@ -87,7 +76,7 @@ function convertInverse(minor: number, from: string, to: string, inverseRate: st
   const shift = fraction.length + exponent(to) - exponent(from);
   const numerator = BigInt(minor) * 10n ** BigInt(Math.max(shift, 0));
   const denominator = rateDigits * 10n ** BigInt(Math.max(-shift, 0));
-  return Number(divHalfEven(numerator, denominator));
+  return Number(divideHalfEven(numerator, denominator));
 }
 
 /** One price in `target`: the base price, a fixed price, a direct rate, or the inverse of a stored rate. */

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { validationFailed } from '../../platform/errors.ts';
+import { divideHalfEven } from '../money.ts';
 import type { Scope } from '../scope.ts';
 
 /**
@@ -45,13 +46,6 @@ export interface SalesSummaryInput {
   timezone: string;
   store_id?: string[];
   currency?: string[];
-}
-
-function roundHalfEvenDiv(n: number, d: number): number {
-  const q = Math.floor(n / d);
-  const r = n - q * d;
-  if (r * 2 > d || (r * 2 === d && q % 2 === 1)) return q + 1;
-  return q;
 }
 
 export async function salesSummary(em: EntityManager, scope: Scope, input: SalesSummaryInput): Promise<SalesSummary> {
@@ -112,7 +106,7 @@ export async function salesSummary(em: EntityManager, scope: Scope, input: Sales
     totals.canceled_orders += day.canceled_orders;
   }
   for (const [c, gross] of Object.entries(totals.gross_sales)) {
-    if (ordersByCurrency[c]) totals.average_order_value[c] = roundHalfEvenDiv(gross, ordersByCurrency[c]!);
+    if (ordersByCurrency[c]) totals.average_order_value[c] = Number(divideHalfEven(BigInt(gross), BigInt(ordersByCurrency[c]!)));
   }
   return {
     object: 'sales_summary', livemode: scope.livemode, timezone: input.timezone,

@@ -2,12 +2,11 @@ import { createHash } from 'node:crypto';
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../platform/ids.ts';
-import { Customer } from '../customers/entities.ts';
-import { customerView } from '../customers/service.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { Scope } from '../scope.ts';
 import { readPath } from './automation.ts';
 import { CrmMessage, CrmTask, type ActionResult, type MessageChannel, type RuleAction } from './entities.ts';
+import { Customer, customerView } from '../customers/public.ts';
 
 /**
  * What the automation workflow's activities do. Every action is idempotent under retry: the

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import { searchAttributes } from '../../platform/temporal-kit.ts';
 import { automationWorkflowId, type AutomationRunInput } from '../../workflows/crm/shared.ts';
 import type { EventConsumer, OutboxEvent, WorkflowStartRequest } from '../events/consumers.ts';
 import { scopeColumns, type Scope } from '../scope.ts';
@@ -156,11 +157,10 @@ export function automationStart(rule: AutomationRule, event: OutboxEvent): Workf
     ruleId: rule.id, eventId: event.id, eventType: event.type, accountId: event.accountId, livemode: event.livemode,
     customerId, actions: rule.actions, object: (event.data.object ?? {}) as Record<string, unknown>,
   };
-  const searchAttributes: Record<string, string[]> = {
-    BpAccountId: [event.accountId], BpMode: [event.livemode ? 'live' : 'test'], BpResourceId: [rule.id],
+  return {
+    workflowType: 'crmAutomationWorkflow', workflowId: automationWorkflowId(rule.id, event.id), area: 'crm', args: [input],
+    searchAttributes: searchAttributes({ accountId: event.accountId, livemode: event.livemode, customerId, resourceId: rule.id }),
   };
-  if (customerId) searchAttributes.BpCustomerId = [customerId];
-  return { workflowType: 'crmAutomationWorkflow', workflowId: automationWorkflowId(rule.id, event.id), area: 'crm', args: [input], searchAttributes };
 }
 
 /** The outbox consumer: every enabled rule whose trigger and conditions match fires once. */

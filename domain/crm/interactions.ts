@@ -1,11 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { Customer } from '../customers/entities.ts';
-import { customerView } from '../customers/service.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { scopeColumns, type Scope } from '../scope.ts';
 import { Interaction, Touchpoint, type InteractionDirection, type InteractionType } from './entities.ts';
+import { Customer, customerView } from '../customers/public.ts';
 
 /**
  * Interactions (calls, emails, meetings, chats, support tickets) and recorded touchpoints (website

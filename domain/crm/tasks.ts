@@ -1,9 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { conflict, notFound, validationFailed } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { Customer } from '../customers/entities.ts';
 import { scopeColumns, type Scope } from '../scope.ts';
 import { CrmTask, type TaskStatus } from './entities.ts';
+import { Customer } from '../customers/public.ts';
 
 export interface TaskView {
   id: string;

@@ -1,15 +1,8 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { scopeFilter, scopedColumns } from '../scope.ts';
+import { CUSTOMER_TYPES, type Company } from './schemas.ts';
 
-export const CUSTOMER_TYPES = ['b2b', 'b2c', 'b2g'] as const;
-export type CustomerType = (typeof CUSTOMER_TYPES)[number];
-
-export interface Company {
-  name?: string;
-  industry?: string;
-  size?: string;
-  annual_revenue?: number;
-}
+export { CUSTOMER_TYPES, type Company, type CustomerType } from './schemas.ts';
 
 export const Customer = defineEntity({
   name: 'Customer',

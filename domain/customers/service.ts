@@ -1,26 +1,12 @@
 import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
-import { notFound } from '../../platform/errors.ts';
+import { notFound, type FieldError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { readScopedById, scopeColumns, type Scope } from '../scope.ts';
-import { Customer, type Company, type CustomerType } from './entities.ts';
+import { Customer } from './entities.ts';
+import type { Company, CustomerType, CustomerView } from './schemas.ts';
 
-export interface CustomerView {
-  id: string;
-  object: 'customer';
-  livemode: boolean;
-  email: string | null;
-  name: string | null;
-  first_name: string | null;
-  last_name: string | null;
-  customer_type: CustomerType | null;
-  company: Company | null;
-  segments: string[];
-  custom_fields: Record<string, unknown>;
-  metadata: Record<string, string>;
-  created_at: string;
-  updated_at: string;
-}
+export type { CustomerView } from './schemas.ts';
 
 export interface CustomerInput {
   email?: string | null;
@@ -168,4 +154,12 @@ export async function listCustomers(
   }
   const rows = await em.find(Customer, { $and: where }, { orderBy: { id: page.direction }, limit: page.limit + 1 });
   return rows.map(customerView);
+}
+
+/** 422 for every customer id in `ids` (field path → id) that does not exist in this account and mode. */
+export async function checkCustomers(em: EntityManager, ids: [string, string][]): Promise<FieldError[]> {
+  if (!ids.length) return [];
+  const found = await em.find(Customer, { id: { $in: ids.map(([, id]) => id) } }, { fields: ['id'] });
+  const known = new Set(found.map((c) => c.id));
+  return ids.filter(([, id]) => !known.has(id)).map(([path, id]) => ({ path, message: `no customer with id '${id}' exists in this account and mode` }));
 }

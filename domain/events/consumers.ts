@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { QueueArea } from '../../platform/temporal.ts';
+import type { SearchAttributePair } from '@temporalio/common';
 
 /**
- * The outbox's extension point. The event dispatcher (webhooks area) reads each undispatched
+ * The outbox's extension point. The event dispatcher (platform) reads each undispatched
  * event once, asks every registered consumer which workflows the event should start, starts them
  * with their deterministic ids (a duplicate start is a no-op, so a dispatcher that dies half-way
  * and runs again starts nothing twice) and only then marks the event dispatched.
@@ -22,14 +22,42 @@ export interface WorkflowStartRequest {
   workflowType: string;
   /** Deterministic: derived from the event id and the target, e.g. `webhook-delivery-evt_…-whk_…`. */
   workflowId: string;
-  area: QueueArea;
+  /** The area whose task queue runs it. */
+  area: string;
   args: unknown[];
   /** Search attributes for the Temporal UI (BpAccountId, BpMode, BpCustomerId, BpResourceId). */
-  searchAttributes?: Record<string, string[]>;
+  searchAttributes?: SearchAttributePair[];
 }
 
 export interface EventConsumer {
   name: string;
   /** Which workflows this event starts; `em` is scoped to the event's account and mode. */
   plan(event: OutboxEvent, em: EntityManager): Promise<WorkflowStartRequest[]>;
+}
+
+/**
+ * The numbers every event about a customer carries (`customer_metrics` in the webhook payload and in
+ * GET /v3/events/{id}). The dispatcher computes them once per event with an EntityManager scoped to
+ * the event's account and mode, and stores them on the event, so every endpoint and every retry
+ * sees the same numbers. One area provides them (its descriptor's `customerMetrics`).
+ */
+export interface CustomerMetrics {
+  /** Lifetime value: sum of what the customer paid, net of refunds, in decimal major units. */
+  total_ltv: number;
+  /** 0–100: how engaged the customer is (interactions, recency). */
+  engagement_score: number;
+  /** subscriber, lead, opportunity, customer, loyal or churned. */
+  lifecycle_stage: string;
+}
+
+export type CustomerMetricsSource = (em: EntityManager, customerId: string) => Promise<CustomerMetrics>;
+
+/** What one pass of the dispatcher did. */
+export interface DispatchBatchResult {
+  events: number;
+  started: number;
+  alreadyStarted: number;
+  failed: number;
+  /** A full batch was read: there may be more. */
+  more: boolean;
 }

@@ -1,13 +1,10 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
-import { nativePool } from '../../db/orm.ts';
+import { nativePool } from '../../db/pool.ts';
 import type { Logger } from '../../platform/logger.ts';
-import type { QueueArea } from '../../platform/temporal.ts';
-import type { DispatchBatchResult } from '../../workflows/webhooks/shared.ts';
-import { customerMetrics, type CustomerMetrics } from '../customers/metrics.ts';
 import { scopedEm } from '../scope.ts';
-import type { EventConsumer, OutboxEvent, WorkflowStartRequest } from './consumers.ts';
+import type { CustomerMetrics, CustomerMetricsSource, DispatchBatchResult, EventConsumer, OutboxEvent, WorkflowStartRequest } from './consumers.ts';
 
 /** The PostgreSQL channel the `events` insert trigger notifies (migration 0003). */
 export const EVENTS_CHANNEL = 'bp_events';
@@ -15,9 +12,13 @@ export const EVENTS_CHANNEL = 'bp_events';
 export interface DispatchDeps {
   orm: MikroORM;
   temporal: Client;
-  taskQueue(area: QueueArea): string;
+  taskQueue(area: string): string;
   consumers: readonly EventConsumer[];
+  /** `customer_metrics` for events about a customer; without it they carry none. */
+  customerMetrics?: CustomerMetricsSource;
   logger?: Logger;
+  /** Workflow task timeout of the started workflows; default: Temporal's (10 s). */
+  workflowTaskTimeoutMs?: number;
   /** Called as work progresses (the activity's heartbeat, so a dispatcher lost with its worker is retried soon). */
   heartbeat?: () => void;
 }
@@ -80,11 +81,11 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
   const metricIds: string[] = [];
   const metricValues: string[] = [];
   const failedIds = new Set<string>();
-  await mapLimit(rows.filter((r) => r.customer_id && !r.customer_metrics), PLAN_CONCURRENCY, async (row) => {
+  await mapLimit(rows.filter((r) => deps.customerMetrics && r.customer_id && !r.customer_metrics), PLAN_CONCURRENCY, async (row) => {
     const key = `${row.account_id}:${row.livemode}:${row.customer_id}`;
     try {
       let metrics = metricsCache.get(key);
-      if (!metrics) metricsCache.set(key, (metrics = customerMetrics(emFor(row), row.customer_id!)));
+      if (!metrics) metricsCache.set(key, (metrics = deps.customerMetrics!(emFor(row), row.customer_id!)));
       row.customer_metrics = await metrics;
       metricIds.push(row.id);
       metricValues.push(JSON.stringify(row.customer_metrics));
@@ -132,7 +133,8 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
         workflowId: request.workflowId,
         taskQueue: deps.taskQueue(request.area),
         args: request.args,
-        searchAttributes: request.searchAttributes,
+        typedSearchAttributes: request.searchAttributes,
+        workflowTaskTimeout: deps.workflowTaskTimeoutMs,
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         // When this process's worker polls the target queue, its first workflow task comes back
         // with the start (no trip through the task queue); otherwise the server dispatches as usual.

@@ -1,5 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import type { CustomerMetrics } from '../customers/metrics.ts';
+import type { CustomerMetrics } from './consumers.ts';
 import { scopeFilter, scopedColumns } from '../scope.ts';
 
 /**

@@ -1,10 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import type { CustomerMetrics } from '../customers/metrics.ts';
+import type { CustomerMetrics } from './consumers.ts';
 import { scopeColumns, type Scope } from '../scope.ts';
-import { eventKind, type EventType } from './catalog.ts';
+import type { EventKind } from './catalog.ts';
 import { DomainEvent } from './entities.ts';
+import type { EventView } from './schemas.ts';
+
+export type { EventView } from './schemas.ts';
 
 /**
  * What a webhook receiver gets (the body of every delivery of the event, identical across
@@ -20,37 +23,20 @@ export interface EventEnvelope {
   customer_metrics?: CustomerMetrics;
 }
 
-/** GET /v3/events/{id}: the envelope plus what helps debugging. */
-export interface EventView extends Omit<EventEnvelope, 'customer_metrics'> {
-  created_at: string;
-  request_id: string | null;
-  customer_id: string | null;
-  customer_metrics: CustomerMetrics | null;
-  /** Null until the dispatcher has handed the event to its consumers (milliseconds after the write). */
-  dispatched_at: string | null;
+/** The members every event document starts with: the webhook envelope and the API view alike. */
+function eventHead(e: Pick<DomainEvent, 'id' | 'type' | 'livemode' | 'data' | 'createdAt'>) {
+  return { id: e.id, object: 'event' as const, type: e.type, timestamp: e.createdAt.toISOString(), livemode: e.livemode, data: e.data };
 }
 
 export function eventEnvelope(e: Pick<DomainEvent, 'id' | 'type' | 'livemode' | 'data' | 'customerMetrics' | 'createdAt'>): EventEnvelope {
-  const envelope: EventEnvelope = {
-    id: e.id,
-    object: 'event',
-    type: e.type,
-    timestamp: e.createdAt.toISOString(),
-    livemode: e.livemode,
-    data: e.data,
-  };
+  const envelope: EventEnvelope = eventHead(e);
   if (e.customerMetrics) envelope.customer_metrics = e.customerMetrics;
   return envelope;
 }
 
 export function eventView(e: DomainEvent): EventView {
   return {
-    id: e.id,
-    object: 'event',
-    type: e.type,
-    timestamp: e.createdAt.toISOString(),
-    livemode: e.livemode,
-    data: e.data,
+    ...eventHead(e),
     created_at: e.createdAt.toISOString(),
     request_id: e.requestId ?? null,
     customer_id: e.customerId ?? null,
@@ -95,13 +81,12 @@ export async function listEvents(
  * dispatched, so the outbox never fans it out. Without `object`, the catalog's example is sent.
  */
 export async function createTestEvent(
-  em: EntityManager, scope: Scope, type: EventType, object: Record<string, unknown> | undefined, requestId: string,
+  em: EntityManager, scope: Scope, kind: EventKind, object: Record<string, unknown> | undefined, requestId: string,
 ): Promise<DomainEvent> {
-  const kind = eventKind(type)!;
   const event = em.create(DomainEvent, {
     id: newId('event'),
     ...scopeColumns(scope),
-    type,
+    type: kind.type,
     data: { object: object ?? { ...kind.example, livemode: scope.livemode } },
     customerId: null,
     requestId,

@@ -10,7 +10,11 @@ export const IdempotencyRecord = defineEntity({
     key: p.text().primary(),
     /** SHA-256 over method, path and body: the same key with another request is refused. */
     fingerprint: p.string(),
-    state: p.enum(['in_progress', 'completed'] as const),
+    state: p.enum(['in_progress', 'completed', 'released'] as const),
+    /** The API instance that holds an in-progress claim (it holds a session advisory lock while it lives). */
+    owner: p.text().nullable(),
+    /** The id of the resource the request creates, chosen by its first attempt and reused by every retry. */
+    resourceId: p.text().nullable(),
     responseStatus: p.smallint().nullable(),
     responseHeaders: p.json<Record<string, string>>().nullable(),
     responseBody: p.blob().nullable(),

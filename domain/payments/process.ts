@@ -1,7 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { WithStartWorkflowOperation, WorkflowIdReusePolicy, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApiError, validationFailed, type FieldError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import { failureToProblem, searchAttributes, startResource } from '../../platform/temporal-kit.ts';
 import type { TemporalHandle } from '../../platform/temporal.ts';
 import type { paymentWorkflow } from '../../workflows/payments/payment.ts';
 import type { refundWorkflow } from '../../workflows/payments/refund.ts';
@@ -9,13 +10,14 @@ import {
   awaitPaymentOutcomeUpdate, awaitRefundOutcomeUpdate, paymentWorkflowId, refundWorkflowId,
   type PaymentView, type PaymentWorkflowInput, type RefundOutcome, type RefundWorkflowInput,
 } from '../../workflows/payments/shared.ts';
-import { Customer } from '../customers/entities.ts';
+import { checkCustomers } from '../customers/public.ts';
 import type { Scope } from '../scope.ts';
 import type { CardInput, CardOnFile } from './cards.ts';
 import type { PaymentGateways } from './gateways/index.ts';
+import { stripeAmountProblem } from './gateways/stripe-amounts.ts';
 import { CardRejectedError, GatewayRejectedError, GatewayUnavailableError, type GatewayName } from './gateways/types.ts';
 import { findPaymentByRequestKey, gatewayFor, getPayment, paymentForRefund } from './service.ts';
-import type { SplitPlan } from './split.ts';
+import { planSplit, type SplitInput, type SplitPlan } from './split.ts';
 
 /**
  * Starting payments and refunds: the card is tokenized here, before any workflow exists, so the
@@ -31,45 +33,43 @@ export interface PaymentsContext {
   waitMs: number;
 }
 
-export interface ChargeInput {
-  amount: number;
-  currency: string;
-  customerId: string | null;
-  description: string | null;
-  fraudProtection: boolean;
-  metadata: Record<string, string>;
-  requestIdempotencyKey: string | null;
-  requestId: string | null;
-}
+export type ChargeInput = Pick<
+  PaymentWorkflowInput,
+  'amount' | 'currency' | 'customerId' | 'description' | 'fraudProtection' | 'metadata' | 'requestIdempotencyKey' | 'requestId'
+>;
 
-function searchAttributes(scope: Scope, resourceId: string, customerId: string | null): Record<string, string[]> {
-  return {
-    BpAccountId: [scope.accountId],
-    BpMode: [scope.livemode ? 'live' : 'test'],
-    ...(customerId ? { BpCustomerId: [customerId] } : {}),
-    BpResourceId: [resourceId],
-  };
-}
-
-/** 422 for every customer id in `ids` (field path → id) that does not exist in this account and mode. */
-export async function checkCustomers(em: EntityManager, ids: [string, string][]): Promise<FieldError[]> {
-  if (!ids.length) return [];
-  const found = await em.find(Customer, { id: { $in: ids.map(([, id]) => id) } }, { fields: ['id'] });
-  const known = new Set(found.map((c) => c.id));
-  return ids.filter(([, id]) => !known.has(id)).map(([path, id]) => ({ path, message: `no customer with id '${id}' exists in this account and mode` }));
-}
-
+/**
+ * The gateway for a payment of this scope. Live mode fails closed: with no live gateway configured,
+ * or one that is not usable here, nothing is charged and the answer is 503 `gateway_not_configured`.
+ */
 export async function chooseGateway(ctx: PaymentsContext, scope: Scope): Promise<GatewayName> {
   const name = await gatewayFor(ctx.em, ctx.gateways, scope);
+  const refuse = (detail: string, suggestion: string) => new ApiError({
+    status: 503, code: 'gateway_not_configured', title: 'Service Unavailable', detail, suggestion,
+    headers: { 'Retry-After': '60' },
+  });
+  if (name === null) {
+    throw refuse('No live payment gateway is configured on this server, so live payments cannot be taken; nothing was charged.',
+      'Set STRIPE_API_KEY on the server (or choose a gateway for the account), then retry.');
+  }
   if (name === 'stripe' && !ctx.gateways.stripe) {
-    throw new ApiError({
-      status: 503, code: 'gateway_not_configured', title: 'Service Unavailable',
-      detail: 'This account\'s live payments go through Stripe, which is not configured on this server.',
-      suggestion: 'Set STRIPE_API_KEY on the server, or choose the sandbox gateway for the account.',
-      headers: { 'Retry-After': '60' },
-    });
+    throw refuse('This account\'s live payments go through Stripe, which is not configured on this server; nothing was charged.',
+      'Set STRIPE_API_KEY on the server, then retry.');
+  }
+  if (name === 'sandbox' && scope.livemode && !ctx.gateways.liveSandboxAllowed) {
+    throw refuse('This account\'s live payments are set to the sandbox gateway, which moves no money and serves live mode only on development servers; nothing was charged.',
+      'Choose the stripe gateway for the account (admin payments.setLiveGateway), or on a development server set PAYMENTS_LIVE_SANDBOX=true.');
   }
   return name;
+}
+
+/**
+ * Amounts the gateway would refuse, as field errors (Stripe: HUF and TWD in whole units only), so the
+ * API answers 422 before anything is tokenized or charged.
+ */
+function gatewayAmountProblems(gateway: GatewayName, currency: string, amounts: readonly (readonly [string, number])[]): FieldError[] {
+  if (gateway !== 'stripe') return [];
+  return amounts.flatMap(([path, amount]) => stripeAmountProblem(currency, amount, path) ?? []);
 }
 
 /** The only place a full card number is handled: handed to the gateway, a token comes back. */
@@ -108,18 +108,16 @@ export function cardDeclined(declineCode: string, message: string, payment: Paym
 }
 
 async function startPaymentWorkflow(ctx: PaymentsContext, scope: Scope, input: PaymentWorkflowInput): Promise<PaymentView> {
-  const workflowId = paymentWorkflowId(input.paymentId);
-  const start = new WithStartWorkflowOperation<typeof paymentWorkflow>('paymentWorkflow', {
-    workflowId,
-    taskQueue: ctx.temporal.taskQueue('payments'),
-    args: [input],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-    searchAttributes: searchAttributes(scope, input.paymentId, input.customerId),
-  });
   try {
-    return await ctx.temporal.client.workflow.executeUpdateWithStart(awaitPaymentOutcomeUpdate, {
-      args: [{ waitMs: ctx.waitMs }], startWorkflowOperation: start,
+    return await startResource<typeof paymentWorkflow, PaymentView, [{ waitMs: number }]>(ctx.temporal, {
+      workflowType: 'paymentWorkflow',
+      workflowId: paymentWorkflowId(input.paymentId),
+      taskQueue: ctx.temporal.taskQueue('payments'),
+      args: [input],
+      searchAttributes: searchAttributes({ accountId: scope.accountId, livemode: scope.livemode, customerId: input.customerId, resourceId: input.paymentId, status: 'processing' }),
+      update: awaitPaymentOutcomeUpdate,
+      updateArgs: [{ waitMs: ctx.waitMs }],
+      resultAnswersUpdate: true,
     });
   } catch (err) {
     // Another request (same Idempotency-Key, after a crash) recorded this payment first.
@@ -127,7 +125,11 @@ async function startPaymentWorkflow(ctx: PaymentsContext, scope: Scope, input: P
       const existing = await findPaymentByRequestKey(ctx.em.fork(), input.requestIdempotencyKey);
       if (existing) return existing;
     }
-    throw err;
+    throw (await failureToProblem(err, {
+      resource: `Payment ${input.paymentId}`,
+      suggestion: 'Retry with the same Idempotency-Key to get the payment that was recorded.',
+      currentState: async () => 'processing',
+    })) ?? err;
   }
 }
 
@@ -144,14 +146,56 @@ export async function processPayment(ctx: PaymentsContext, scope: Scope, card: C
   const missing = await checkCustomers(ctx.em, input.customerId ? [['customer_id', input.customerId]] : []);
   if (missing.length) throw validationFailed(missing);
   const gateway = await chooseGateway(ctx, scope);
+  const amountProblems = gatewayAmountProblems(gateway, input.currency, [['amount', input.amount]]);
+  if (amountProblems.length) throw validationFailed(amountProblems);
   const onFile = await tokenize(ctx, gateway, card);
   return chargeCardOnFile(ctx, scope, gateway, onFile, input);
+}
+
+/** A marketplace split's charge: the amount and currency come from `split`. */
+export interface SplitChargeInput extends Omit<ChargeInput, 'amount' | 'currency'> {
+  split: SplitInput;
+}
+
+/**
+ * Charges a card once and pays it out to the split's destinations (the workflow makes the
+ * transfers). The split is planned exactly first (422 naming every bad field, before anything is
+ * charged); the same `requestIdempotencyKey` returns the first payment; customer destinations
+ * must exist, and Stripe pays connected accounts (acct_…) only.
+ */
+export async function processSplitPayment(ctx: PaymentsContext, scope: Scope, card: CardInput, input: SplitChargeInput): Promise<PaymentView> {
+  const planned = planSplit(input.split);
+  if ('errors' in planned) throw validationFailed(planned.errors);
+  if (input.requestIdempotencyKey) {
+    const existing = await findPaymentByRequestKey(ctx.em, input.requestIdempotencyKey);
+    if (existing) return existing;
+  }
+  const destinations = input.split.splits;
+  const customers: [string, string][] = destinations.flatMap((s, i) => (s.destination.startsWith('cus_') ? [[`splits.${i}.destination`, s.destination] as [string, string]] : []));
+  if (input.customerId) customers.push(['customer_id', input.customerId]);
+  const errors = await checkCustomers(ctx.em, customers);
+  const gateway = await chooseGateway(ctx, scope);
+  if (gateway === 'stripe') {
+    destinations.forEach((s, i) => {
+      if (s.destination.startsWith('cus_')) errors.push({ path: `splits.${i}.destination`, message: 'Stripe transfers go to connected accounts (acct_…) only' });
+    });
+  }
+  errors.push(...gatewayAmountProblems(gateway, input.split.currency, [
+    ['total_amount', planned.plan.total],
+    ...planned.plan.transfers.map((t, i) => [`splits.${i}`, t.amount] as const),
+  ]));
+  if (errors.length) throw validationFailed(errors);
+  const onFile = await tokenize(ctx, gateway, card);
+  const { split, ...charge } = input;
+  return chargeCardOnFile(ctx, scope, gateway, onFile, { ...charge, amount: planned.plan.total, currency: split.currency }, planned.plan);
 }
 
 /** Charges a card that is already tokenized (billing's saved cards go through here). */
 export async function chargeCardOnFile(
   ctx: PaymentsContext, scope: Scope, gateway: GatewayName, card: CardOnFile, input: ChargeInput, split?: SplitPlan,
 ): Promise<PaymentView> {
+  const amountProblems = gatewayAmountProblems(gateway, input.currency, [['amount', input.amount]]);
+  if (amountProblems.length) throw validationFailed(amountProblems);
   const paymentId = newId('payment');
   return startPaymentWorkflow(ctx, scope, {
     paymentId,
@@ -180,47 +224,29 @@ export async function chargeCardOnFile(
   });
 }
 
-/**
- * For billing: charge an invoice to a saved card. `attempt` makes each collection attempt its own
- * payment while a retried call of the same attempt never charges twice.
- */
-export async function chargeForInvoice(
-  ctx: PaymentsContext, scope: Scope,
-  invoice: { invoiceId: string; attempt: number; amount: number; currency: string; customerId: string; card: CardOnFile; description?: string },
-): Promise<PaymentView> {
-  const gateway = await chooseGateway(ctx, scope);
-  return chargeCardOnFile(ctx, scope, gateway, invoice.card, {
-    amount: invoice.amount,
-    currency: invoice.currency,
-    customerId: invoice.customerId,
-    description: invoice.description ?? `Invoice ${invoice.invoiceId}`,
-    fraudProtection: false,
-    metadata: { invoice_id: invoice.invoiceId },
-    requestIdempotencyKey: `invoice:${invoice.invoiceId}:attempt:${invoice.attempt}`,
-    requestId: null,
-  });
-}
-
 export async function refundPayment(
   ctx: PaymentsContext, scope: Scope, paymentId: string,
   input: { amount: number | null; reason: string | null; metadata: Record<string, string>; requestId: string | null; requestIdempotencyKey: string | null },
 ): Promise<RefundOutcome> {
-  await paymentForRefund(ctx.em, paymentId); // 404 for an unknown payment (or another account's)
+  const payment = await paymentForRefund(ctx.em, paymentId); // 404 for an unknown payment (or another account's)
+  if (input.amount !== null) {
+    const amountProblems = gatewayAmountProblems(payment.gateway as GatewayName, payment.currency, [['amount', input.amount]]);
+    if (amountProblems.length) throw validationFailed(amountProblems);
+  }
   const refundId = newId('refund');
   const workflowInput: RefundWorkflowInput = {
     refundId, paymentId, accountId: scope.accountId, livemode: scope.livemode, amount: input.amount, reason: input.reason,
     metadata: input.metadata, requestId: input.requestId, requestIdempotencyKey: input.requestIdempotencyKey,
   };
-  const start = new WithStartWorkflowOperation<typeof refundWorkflow>('refundWorkflow', {
+  return startResource<typeof refundWorkflow, RefundOutcome, [{ waitMs: number }]>(ctx.temporal, {
+    workflowType: 'refundWorkflow',
     workflowId: refundWorkflowId(refundId),
     taskQueue: ctx.temporal.taskQueue('payments'),
     args: [workflowInput],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-    searchAttributes: searchAttributes(scope, refundId, null),
-  });
-  return ctx.temporal.client.workflow.executeUpdateWithStart(awaitRefundOutcomeUpdate, {
-    args: [{ waitMs: ctx.waitMs }], startWorkflowOperation: start,
+    searchAttributes: searchAttributes({ accountId: scope.accountId, livemode: scope.livemode, resourceId: refundId }),
+    update: awaitRefundOutcomeUpdate,
+    updateArgs: [{ waitMs: ctx.waitMs }],
+    resultAnswersUpdate: true,
   });
 }
 

@@ -77,13 +77,31 @@ export async function getPayment(em: EntityManager, id: string): Promise<Payment
   return loadView(em, payment);
 }
 
+/** What another area may know of a payment that paid for something: only a succeeded one, in the em's account and mode. */
+export interface SucceededPayment {
+  id: string;
+  amount: number;
+  currency: string;
+  /** Minor units refunded so far (a refund after the fact does not unmake the payment). */
+  amountRefunded: number;
+}
+
+/**
+ * The payment `id` when it succeeded, in the account and mode the em is scoped to; null for an
+ * unknown id, another account's or mode's payment, or one that is processing, failed or refunded.
+ */
+export async function findSucceededPayment(em: EntityManager, id: string): Promise<SucceededPayment | null> {
+  const payment = await em.findOne(Payment, { id, status: 'succeeded' });
+  return payment ? { id: payment.id, amount: payment.amount, currency: payment.currency, amountRefunded: payment.amountRefunded } : null;
+}
+
 export async function findPaymentByRequestKey(em: EntityManager, key: string): Promise<PaymentView | null> {
   const payment = await em.findOne(Payment, { requestIdempotencyKey: key });
   return payment ? loadView(em, payment) : null;
 }
 
-/** Test mode: the sandbox, always. Live mode: the account's choice, else the server default. */
-export async function gatewayFor(em: EntityManager, gateways: PaymentGateways, scope: Scope): Promise<GatewayName> {
+/** Test mode: the sandbox, always. Live mode: the account's choice, else the server default (null: none configured). */
+export async function gatewayFor(em: EntityManager, gateways: PaymentGateways, scope: Scope): Promise<GatewayName | null> {
   if (!scope.livemode) return 'sandbox';
   const setting = await em.findOne(PaymentGatewaySetting, { accountId: scope.accountId });
   return setting?.liveGateway ?? gateways.liveDefault;

@@ -59,8 +59,13 @@ function exactMinor(n: number, currency: string): bigint | string {
       ? `${currency} has no minor unit: send a whole number`
       : `${currency} amounts have at most ${exp} decimal places`;
   }
-  return d.digits * 10n ** BigInt(exp - d.scale);
+  const minor = d.digits * 10n ** BigInt(exp - d.scale);
+  if (minor > MAX_SPLIT_MINOR) return `must be at most ${formatScaled(MAX_SPLIT_MINOR, exp, exp)} ${currency} (${MAX_SPLIT_MINOR} minor units, the largest payment amount)`;
+  return minor;
 }
+
+/** The same bound as a payment's `amount` (POST /v3/payments/process): 99,999,999,999 minor units. */
+const MAX_SPLIT_MINOR = 99_999_999_999n;
 
 const MAX_PERCENT_DECIMALS = 6;
 

@@ -17,7 +17,9 @@ export interface RequestLogEntry {
  * Collects request log entries in memory and writes them in one statement per flush (every
  * `flushMs`, or sooner when `maxBatch` entries are waiting), together with the per-key daily
  * roll-up the dashboard reads. Requests never wait on this write; a crash loses at most one
- * interval of log rows, never a response.
+ * interval of log rows, never a response. A batch that cannot be written (the database is down)
+ * is kept and written with a later flush; at most `maxPending` rows are kept, and when more come
+ * the oldest are dropped and counted (`dropped`, logged and shown on /readyz).
  */
 export class RequestLogBuffer {
   private entries: RequestLogEntry[] = [];
@@ -27,31 +29,65 @@ export class RequestLogBuffer {
   private readonly logger: Logger;
   private readonly flushMs: number;
   private readonly maxBatch: number;
+  private readonly maxPending: number;
+  /** Rows not written because the bound was reached while the database was unreachable. */
+  private droppedRows = 0;
+  /** Consecutive failed writes (the retry interval grows with them, up to 10 s). */
+  private failures = 0;
 
-  constructor(pool: Pool, logger: Logger, flushMs = 1000, maxBatch = 500) {
+  constructor(pool: Pool, logger: Logger, flushMs = 1000, maxBatch = 500, maxPending = 10_000) {
     this.pool = pool;
     this.logger = logger;
     this.flushMs = flushMs;
     this.maxBatch = maxBatch;
+    this.maxPending = maxPending;
   }
 
   add(entry: RequestLogEntry): void {
     this.entries.push(entry);
-    if (this.entries.length >= this.maxBatch) void this.flush();
-    else this.timer ??= setTimeout(() => void this.flush(), this.flushMs).unref();
+    this.bound();
+    if (this.entries.length >= this.maxBatch && this.failures === 0) void this.flush();
+    else this.schedule();
+  }
+
+  /** Rows waiting to be written, and rows dropped so far because too many were waiting. */
+  stats(): { pending: number; dropped: number } {
+    return { pending: this.entries.length, dropped: this.droppedRows };
+  }
+
+  private schedule(): void {
+    const delay = this.failures ? Math.min(this.flushMs * 2 ** this.failures, 10_000) : this.flushMs;
+    this.timer ??= setTimeout(() => void this.flush(), delay).unref();
+  }
+
+  private bound(): void {
+    const over = this.entries.length - this.maxPending;
+    if (over <= 0) return;
+    this.entries.splice(0, over);
+    this.droppedRows += over;
+    this.logger.warn('request log rows dropped', { dropped: over, dropped_total: this.droppedRows, kept: this.entries.length });
   }
 
   /** Writes what is waiting; resolves once everything added before the call is stored. */
   flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    const batch = this.entries;
-    this.entries = [];
-    this.flushing = this.flushing.then(() => (batch.length ? this.write(batch) : undefined));
+    this.flushing = this.flushing.then(async () => {
+      while (this.entries.length) {
+        const batch = this.entries.splice(0, this.maxBatch);
+        if (await this.write(batch)) continue;
+        // Kept, in front of what came meanwhile, for the next attempt.
+        this.entries.unshift(...batch);
+        this.bound();
+        this.schedule();
+        return;
+      }
+    });
     return this.flushing;
   }
 
-  private async write(batch: RequestLogEntry[]): Promise<void> {
+  /** Writes one batch; false when it could not be written (it is then kept by the caller). */
+  private async write(batch: RequestLogEntry[]): Promise<boolean> {
     const cols = {
       request_id: batch.map((e) => e.requestId),
       account_id: batch.map((e) => e.accountId),
@@ -83,8 +119,15 @@ export class RequestLogBuffer {
            total_duration_ms = u.total_duration_ms + excluded.total_duration_ms`,
         Object.values(cols),
       );
+      if (this.failures) this.logger.info('request log rows written after an outage', { rows: batch.length, still_pending: this.entries.length });
+      this.failures = 0;
+      return true;
     } catch (err) {
-      this.logger.warn('request log batch not written', { rows: batch.length, error: (err as Error).message });
+      this.failures++;
+      this.logger.warn('request log batch not written; kept for a later attempt', {
+        rows: batch.length, pending: this.entries.length + batch.length, dropped_total: this.droppedRows, error: (err as Error).message,
+      });
+      return false;
     }
   }
 }

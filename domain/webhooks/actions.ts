@@ -3,7 +3,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import { newId } from '../../platform/ids.ts';
 import { deliveryWorkflowId, retryNowSignal, type DeliveryInput } from '../../workflows/webhooks/shared.ts';
-import type { EventType } from '../events/catalog.ts';
+import type { EventKind } from '../events/catalog.ts';
 import { createTestEvent } from '../events/service.ts';
 import { scopeColumns, type Scope } from '../scope.ts';
 import { deliverySearchAttributes } from './consumer.ts';
@@ -25,11 +25,11 @@ export interface DeliveryStarter {
  */
 export async function sendTestEvent(
   em: EntityManager, scope: Scope, starter: DeliveryStarter, endpointId: string,
-  input: { eventType: EventType; testData?: Record<string, unknown> }, requestId: string, waitMs: number,
+  input: { kind: EventKind; testData?: Record<string, unknown> }, requestId: string, waitMs: number,
 ): Promise<{ delivery: DeliveryView; finished: boolean }> {
   await getEndpoint(em, endpointId);
   const { event, delivery } = await em.transactional(async (tx) => {
-    const event = await createTestEvent(tx, scope, input.eventType, input.testData, requestId);
+    const event = await createTestEvent(tx, scope, input.kind, input.testData, requestId);
     const delivery = tx.create(WebhookDelivery, {
       id: newId('webhookDelivery'),
       ...scopeColumns(scope),
@@ -55,7 +55,7 @@ export async function sendTestEvent(
     workflowId: delivery.workflowId,
     taskQueue: starter.taskQueue,
     args: [workflowInput],
-    searchAttributes: deliverySearchAttributes(workflowInput, null),
+    typedSearchAttributes: deliverySearchAttributes(workflowInput, null),
     workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
   });
   const finished = await waitFor(handle.result(), waitMs);
@@ -92,7 +92,7 @@ export async function replayDelivery(em: EntityManager, scope: Scope, starter: D
     args: [input],
     signal: retryNowSignal,
     signalArgs: [],
-    searchAttributes: deliverySearchAttributes(input, null),
+    typedSearchAttributes: deliverySearchAttributes(input, null),
     workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
   });
   return deliveryView(delivery);

@@ -1,4 +1,6 @@
+import type { SearchAttributePair } from '@temporalio/common';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { searchAttributes } from '../../platform/temporal-kit.ts';
 import { deliveryWorkflowId, WEBHOOKS_AREA, type DeliveryInput } from '../../workflows/webhooks/shared.ts';
 import type { EventConsumer, OutboxEvent, WorkflowStartRequest } from '../events/consumers.ts';
 import { WebhookEndpoint } from './entities.ts';
@@ -41,12 +43,6 @@ export const webhookConsumer: EventConsumer = {
   },
 };
 
-export function deliverySearchAttributes(input: DeliveryInput, customerId: string | null): Record<string, string[]> {
-  const attrs: Record<string, string[]> = {
-    BpAccountId: [input.accountId],
-    BpMode: [input.livemode ? 'live' : 'test'],
-    BpResourceId: [input.endpointId],
-  };
-  if (customerId) attrs.BpCustomerId = [customerId];
-  return attrs;
+export function deliverySearchAttributes(input: DeliveryInput, customerId: string | null): SearchAttributePair[] {
+  return searchAttributes({ accountId: input.accountId, livemode: input.livemode, customerId, resourceId: input.endpointId });
 }

@@ -1,12 +1,12 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { nativePool } from '../../db/orm.ts';
+import { nativePool } from '../../db/pool.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Logger } from '../../platform/logger.ts';
 import type { AttemptInput, AttemptResult } from '../../workflows/webhooks/shared.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { eventEnvelope } from '../events/service.ts';
 import { scopedEm, type Scope } from '../scope.ts';
-import type { CustomerMetrics } from '../customers/metrics.ts';
+import type { CustomerMetrics } from '../events/consumers.ts';
 import type { Resolver } from './destination.ts';
 import { WebhookEndpoint } from './entities.ts';
 import { nextRetryAt, type RetryPolicy } from './retry-schedule.ts';
@@ -20,6 +20,9 @@ export interface AttemptDeps {
   retry: RetryPolicy;
   allowPrivateNetworks: boolean;
   resolver?: Resolver;
+  /** Test hooks (see WebhookTransport): CAs trusted for TLS, addresses allowed whatever their class. */
+  ca?: string | Buffer;
+  allowAddresses?: readonly string[];
   logger?: Logger;
   /** Called regularly while the receiver is being waited for (the activity's heartbeat). */
   heartbeat?: () => void;
@@ -125,8 +128,8 @@ export async function runDeliveryAttempt(deps: AttemptDeps, input: AttemptInput)
   try {
     result = await sendWebhook({
       url: target.url, body, headers, timeoutMs: deps.timeoutMs,
-      policy: { livemode: scope.livemode, allowPrivateNetworks: deps.allowPrivateNetworks },
-      resolver: deps.resolver,
+      policy: { livemode: scope.livemode, allowPrivateNetworks: deps.allowPrivateNetworks, allowAddresses: deps.allowAddresses },
+      resolver: deps.resolver, ca: deps.ca,
     });
   } finally {
     if (beat) clearInterval(beat);

@@ -1,5 +1,6 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { scopeFilter, scopedColumns } from '../scope.ts';
+import { DELIVERY_STATUSES } from './schemas.ts';
 
 /**
  * A receiver of events. `secret` signs every delivery; after a rotation `previousSecret` signs
@@ -30,8 +31,7 @@ export const WebhookEndpoint = defineEntity({
 });
 export type WebhookEndpoint = InferEntity<typeof WebhookEndpoint>;
 
-export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+export { DELIVERY_STATUSES, type DeliveryStatus } from './schemas.ts';
 
 /**
  * One event to one endpoint (unique per pair). `failed` with `nextRetryAt` set means a retry is

@@ -15,6 +15,18 @@ export interface SendRequest {
   timeoutMs: number;
   policy: DestinationPolicy;
   resolver?: Resolver;
+  /** Certificate authorities trusted for https instead of the system's (a test's own CA). */
+  ca?: string | Buffer;
+}
+
+/**
+ * How deliveries reach a receiver, replaced only by tests (a worker's `services`): the resolver, the
+ * CAs trusted for TLS and the addresses allowed whatever their class. Never read from configuration.
+ */
+export interface WebhookTransport {
+  resolver?: Resolver;
+  ca?: string | Buffer;
+  allowAddresses?: readonly string[];
 }
 
 export type SendOutcome = 'delivered' | 'failed' | 'refused' | 'timeout' | 'network_error' | 'gone';
@@ -144,6 +156,7 @@ function post(req: SendRequest, url: URL, address: ResolvedAddress, started: num
       agent: fresh ? false : agentFor(url.protocol, host, address.address, port),
       lookup: pinnedLookup(address),
       servername: url.protocol === 'https:' && !/^[\d.]+$|:/.test(host) ? host : undefined,
+      ...(req.ca && url.protocol === 'https:' ? { ca: req.ca } : {}),
       headers: {
         'content-type': 'application/json',
         'user-agent': USER_AGENT,

@@ -1,13 +1,16 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError, conflict, notFound, validationFailed, type FieldError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { ALL_EVENTS, EVENT_TYPES, isEventType } from '../events/catalog.ts';
+import { ALL_EVENTS, type EventCatalog } from '../events/catalog.ts';
 import { scopeColumns, type Scope } from '../scope.ts';
 import { DestinationRefused, checkUrl, resolveDestination, type DestinationPolicy, type Resolver } from './destination.ts';
 import {
-  WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint, type AttemptOutcome, type DeliveryStatus,
+  WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint, type DeliveryStatus,
 } from './entities.ts';
+import type { AttemptView, DeliveryView, EndpointView } from './schemas.ts';
 import { generateSecret, secretProblem } from './signing.ts';
+
+export type { AttemptView, DeliveryView, EndpointView } from './schemas.ts';
 
 /** How long creating or updating an endpoint waits for DNS to check its host. */
 const CREATE_DNS_TIMEOUT_MS = 3000;
@@ -15,28 +18,7 @@ const CREATE_DNS_TIMEOUT_MS = 3000;
 /** After a rotation the previous secret keeps signing (a second signature) for this long. */
 export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
 
-export type EndpointStatus = 'enabled' | 'disabled' | 'failing';
-
-export interface EndpointView {
-  id: string;
-  object: 'webhook_endpoint';
-  livemode: boolean;
-  url: string;
-  description: string | null;
-  events: string[];
-  enabled: boolean;
-  /** `disabled` when not enabled; `failing` when a delivery failed for its whole retry window and none has succeeded since. */
-  status: EndpointStatus;
-  disabled_reason: 'gone' | null;
-  failing_since: string | null;
-  /** Until then, deliveries carry a second signature made with the secret before the last rotation. */
-  previous_secret_expires_at: string | null;
-  metadata: Record<string, string>;
-  created_at: string;
-  updated_at: string;
-  /** Only in the answers to create and rotate-secret: the secret is never shown again. */
-  secret?: string;
-}
+export type EndpointStatus = EndpointView['status'];
 
 export function endpointView(e: WebhookEndpoint, opts: { withSecret?: boolean; now?: Date } = {}): EndpointView {
   const now = opts.now ?? new Date();
@@ -63,6 +45,8 @@ export function endpointView(e: WebhookEndpoint, opts: { withSecret?: boolean; n
 
 export interface EndpointSettings {
   allowPrivateNetworks: boolean;
+  /** The kinds endpoints may subscribe to. */
+  catalog: EventCatalog;
   /** For tests; the system resolver otherwise. */
   resolver?: Resolver;
 }
@@ -77,7 +61,7 @@ export interface EndpointInput {
 }
 
 /** The nearest catalog name, for a suggestion (`payment.succeded` → `payment.succeeded`). */
-function nearestEventType(type: string): string | undefined {
+function nearestEventType(type: string, types: readonly string[]): string | undefined {
   const distance = (a: string, b: string) => {
     const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
     for (let j = 1; j <= b.length; j++) d[0]![j] = j;
@@ -89,17 +73,17 @@ function nearestEventType(type: string): string | undefined {
     return d[a.length]![b.length]!;
   };
   let best: { type: string; d: number } | undefined;
-  for (const t of EVENT_TYPES) {
+  for (const t of types) {
     const d = distance(type, t);
     if (!best || d < best.d) best = { type: t, d };
   }
   return best && best.d <= Math.max(3, Math.floor(type.length / 3)) ? best.type : undefined;
 }
 
-function eventErrors(events: string[]): FieldError[] {
+function eventErrors(events: string[], catalog: EventCatalog): FieldError[] {
   return events.flatMap((type, i) => {
-    if (type === ALL_EVENTS || isEventType(type)) return [];
-    const near = nearestEventType(type);
+    if (type === ALL_EVENTS || catalog.has(type)) return [];
+    const near = nearestEventType(type, catalog.types);
     return [{
       path: `events.${i}`,
       message: `unknown event kind '${type}'${near ? `; did you mean '${near}'?` : ''} (see GET /docs or docs/events.md for the catalog, or use '*' for every kind)`,
@@ -155,7 +139,7 @@ function normaliseEvents(events: string[]): string[] {
 }
 
 export async function createEndpoint(em: EntityManager, scope: Scope, input: EndpointInput & { url: string; events: string[] }, settings: EndpointSettings): Promise<EndpointView> {
-  const errors = eventErrors(input.events);
+  const errors = eventErrors(input.events, settings.catalog);
   if (input.secret !== undefined) {
     const problem = secretProblem(input.secret);
     if (problem) errors.push({ path: 'secret', message: problem });
@@ -204,7 +188,7 @@ export async function listEndpoints(
 export async function updateEndpoint(em: EntityManager, scope: Scope, id: string, patch: Omit<EndpointInput, 'secret'>, settings: EndpointSettings): Promise<EndpointView> {
   const endpoint = await findEndpoint(em, id);
   if (patch.events) {
-    const errors = eventErrors(patch.events);
+    const errors = eventErrors(patch.events, settings.catalog);
     if (errors.length) throw validationFailed(errors);
     endpoint.events = normaliseEvents(patch.events);
   }
@@ -248,39 +232,6 @@ export async function rotateSecret(em: EntityManager, id: string, secret: string
   endpoint.secret = next;
   await em.flush();
   return endpointView(endpoint, { withSecret: true, now });
-}
-
-export interface DeliveryView {
-  id: string;
-  object: 'webhook_delivery';
-  livemode: boolean;
-  webhook_id: string;
-  event_id: string;
-  event_type: string;
-  /** `pending` until the first attempt has an answer; `failed` with `next_retry` set while retries remain. */
-  status: DeliveryStatus;
-  http_status: number | null;
-  attempts: number;
-  delivered_at: string | null;
-  /** Milliseconds from sending the request to the end of the receiver's answer, for the last attempt. */
-  response_time: number | null;
-  next_retry: string | null;
-  last_error: string | null;
-  test: boolean;
-  workflow_id: string;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface AttemptView {
-  number: number;
-  started_at: string;
-  outcome: AttemptOutcome;
-  http_status: number | null;
-  response_time: number | null;
-  error: string | null;
-  response_excerpt: string | null;
-  next_retry: string | null;
 }
 
 export function deliveryView(d: WebhookDelivery): DeliveryView {

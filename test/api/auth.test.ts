@@ -1,17 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { revokeKey } from '../../domain/accounts/service.ts';
 import { hashKey } from '../../domain/accounts/keys.ts';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import type { TestPlatform } from '../support/platform.ts';
+import { usePlatform, type Http } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
-let http: ReturnType<typeof client>;
+let http: Http;
 
-beforeAll(async () => {
-  platform = await startTestPlatform();
-  http = client(platform.url);
-});
-afterAll(() => platform?.close());
+usePlatform({}, (t) => ({ platform, http } = t));
 
 describe('authentication', () => {
   const expect401 = async (headers: Record<string, string>, code: string) => {

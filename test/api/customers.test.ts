@@ -1,17 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestPlatform } from '../support/platform.ts';
+import { usePlatform, type Http } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
-let http: ReturnType<typeof client>;
+let http: Http;
 let key: string;
 
-beforeAll(async () => {
-  platform = await startTestPlatform({ env: { RATE_LIMIT_PER_MINUTE: '100000', RATE_LIMIT_CONCURRENCY: '50' } });
-  http = client(platform.url);
-  key = await platform.newKey();
-});
-afterAll(() => platform?.close());
+usePlatform({ env: { RATE_LIMIT_PER_MINUTE: '100000', RATE_LIMIT_CONCURRENCY: '50' } }, (t) => ({ platform, http, key } = t));
 
 const create = (body: Record<string, unknown>, k = key) => http('/v3/customers', { key: k, body });
 

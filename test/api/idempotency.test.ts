@@ -1,17 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestPlatform } from '../support/platform.ts';
+import { usePlatform, type Http } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
-let http: ReturnType<typeof client>;
+let http: Http;
 let key: string;
 
-beforeAll(async () => {
-  platform = await startTestPlatform({ env: { RATE_LIMIT_CONCURRENCY: '50' } });
-  http = client(platform.url);
-  key = await platform.newKey();
-});
-afterAll(() => platform?.close());
+usePlatform({ env: { RATE_LIMIT_CONCURRENCY: '50' } }, (t) => ({ platform, http, key } = t));
 
 describe('idempotency keys', () => {
   it('replays the first response byte for byte, marked Idempotent-Replayed', async () => {
@@ -25,6 +20,20 @@ describe('idempotency keys', () => {
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.headers.get('location')).toBe(first.headers.get('location'));
     expect(await platform.sql("select id from customers where email = 'ada@example.com'")).toHaveLength(1);
+  });
+
+  it('a replayed 4xx keeps its original request_id, and the Request-Id header equals it', async () => {
+    const headers = { 'idempotency-key': 'replay-4xx' };
+    const body = { email: 'not-an-email' };
+    const first = await http('/v3/customers', { key, headers, body });
+    expect(first.status).toBe(422);
+    const originalId = first.headers.get('request-id');
+    expect(first.body.request_id).toBe(originalId);
+    const again = await http('/v3/customers', { key, headers, body });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.text).toBe(first.text);
+    expect(again.body.request_id).toBe(originalId);
+    expect(again.headers.get('request-id')).toBe(originalId);
   });
 
   it('refuses the same key with a different body: 422 idempotency_key_reused', async () => {

@@ -1,17 +1,13 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createApp } from '../../api/app.ts';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import type { TestPlatform } from '../support/platform.ts';
+import { usePlatform, type Http } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
-let http: ReturnType<typeof client>;
+let http: Http;
 
-beforeAll(async () => {
-  platform = await startTestPlatform();
-  http = client(platform.url);
-});
-afterAll(() => platform?.close());
+usePlatform({}, (t) => ({ platform, http } = t));
 
 interface Layer {
   route?: { path: string; methods: Record<string, boolean> };

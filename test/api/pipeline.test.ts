@@ -1,19 +1,15 @@
 import { XMLParser } from 'fast-xml-parser';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
 import { hashKey } from '../../domain/accounts/keys.ts';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import type { TestPlatform } from '../support/platform.ts';
+import { usePlatform, type Http } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
-let http: ReturnType<typeof client>;
+let http: Http;
 let key: string;
 
-beforeAll(async () => {
-  platform = await startTestPlatform({ worker: true });
-  http = client(platform.url);
-  key = await platform.newKey();
-});
-afterAll(() => platform?.close());
+usePlatform({ worker: true }, (t) => ({ platform, http, key } = t));
 
 describe('the /v3 request pipeline', () => {
   it('gives every response a Request-Id that problem documents repeat', async () => {
@@ -67,6 +63,7 @@ describe('the /v3 request pipeline', () => {
   it('answers an unsatisfiable Accept with 406', async () => {
     const res = await http('/v3/customers', { key, headers: { accept: 'text/csv' } });
     expect(res.status).toBe(406);
+    expect(res.body.code).toBe('not_acceptable');
   });
 
   it('serves XML that parses to the same document as the JSON', async () => {
@@ -116,7 +113,7 @@ describe('the /v3 request pipeline', () => {
     expect([bad.status, bad.body.code]).toEqual([400, 'invalid_path']);
     // /v3/crm/tasks/automation is its own route, not a task whose id is "automation".
     const automation = await http('/v3/crm/tasks/automation', { key });
-    expect(automation.status).not.toBe(404);
+    expect([automation.status, automation.body.object, automation.body.url]).toEqual([200, 'list', '/v3/crm/tasks/automation']);
   });
 
   it('answers /v2 with 410 pointing to /v3', async () => {
@@ -127,7 +124,8 @@ describe('the /v3 request pipeline', () => {
   });
 
   it('reports liveness and readiness (database, Temporal, a polling worker)', async () => {
-    expect((await http('/healthz')).status).toBe(200);
+    const live = await http('/healthz');
+    expect([live.status, live.body]).toEqual([200, { status: 'ok' }]);
     let ready = await http('/readyz');
     for (let i = 0; i < 20 && ready.status !== 200; i++) {
       await new Promise((r) => setTimeout(r, 250));
@@ -137,16 +135,36 @@ describe('the /v3 request pipeline', () => {
     expect(ready.body.checks).toEqual({ postgres: true, temporal: true, worker_polling: true });
   });
 
-  it('logs requests per key for the dashboard without slowing them', async () => {
+  it('logs requests per key for the dashboard off the request path: a held log write delays no response', async () => {
     const own = await platform.newKey();
     const [{ id }] = (await platform.sql<{ id: string }>('select id from api_keys where key_hash = $1', [hashKey(own)])) as [{ id: string }];
     const used = () => platform.sql('select 1 from api_keys where id = $1 and last_used_at is not null', [id]);
     expect(await used()).toHaveLength(0);
-    await http('/v3/customers?limit=1', { key: own });
-    await http('/v3/customers?limit=1', { key: own });
-    await http('/v3/customers/cus_missing', { key: own });
-    // Unknown routes are answered before authentication, so they belong to no key.
-    await http('/v3/custmers?from=logging-test', { key: own });
+    // Hold every write to request_logs (reads still pass) until the end of this transaction.
+    const blocker = new pg.Client({ connectionString: platform.dbUrl });
+    await blocker.connect();
+    try {
+      await blocker.query('begin');
+      await blocker.query('lock table request_logs in exclusive mode');
+      expect((await http('/v3/customers?limit=1', { key: own })).status).toBe(200);
+      // The flush of that request is now waiting on the lock…
+      const waiting = () => platform.sql(
+        "select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%insert into request_logs%' and pid <> pg_backend_pid()");
+      for (let i = 0; (await waiting()).length === 0; i++) {
+        if (i > 200) throw new Error('the request log flush never started');
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      // …and requests are still answered, their rows waiting in memory.
+      expect((await http('/v3/customers?limit=1', { key: own })).status).toBe(200);
+      expect((await http('/v3/customers/cus_missing', { key: own })).body.code).toBe('not_found');
+      // Unknown routes are answered before authentication, so they belong to no key.
+      expect((await http('/v3/custmers?from=logging-test', { key: own })).body.code).toBe('route_not_found');
+      expect(await waiting()).toHaveLength(1);
+      expect(await platform.sql('select 1 from request_logs where api_key_id = $1', [id])).toEqual([]);
+      await blocker.query('commit');
+    } finally {
+      await blocker.end();
+    }
     await platform.api.deps.requestLog.flush();
     expect(await platform.sql('select requests, errors from api_key_daily_usage where api_key_id = $1', [id])).toEqual([{ requests: 3, errors: 1 }]);
     expect(await used()).toHaveLength(1);

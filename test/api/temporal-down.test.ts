@@ -1,18 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestPlatform } from '../support/platform.ts';
+import { usePlatform, type Http } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
-let http: ReturnType<typeof client>;
+let http: Http;
 let key: string;
 
-beforeAll(async () => {
-  // Nothing listens on port 1: Temporal is "down" for this API.
-  platform = await startTestPlatform({ env: { TEMPORAL_ADDRESS: '127.0.0.1:1' } });
-  http = client(platform.url);
-  key = await platform.newKey();
-});
-afterAll(() => platform?.close());
+// Nothing listens on port 1: Temporal is "down" for this API.
+usePlatform({ env: { TEMPORAL_ADDRESS: '127.0.0.1:1' } }, (t) => ({ platform, http, key } = t));
 
 describe('while Temporal is unreachable', () => {
   it('reports not ready', async () => {

@@ -1,20 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestPlatform } from '../support/platform.ts';
 import { advance, card, invoices, newClock, newCustomer, newPlan, subscription, type Http } from './support.ts';
+import { usePlatform } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
 let http: Http;
 let key: string;
 
-beforeAll(async () => {
-  platform = await startTestPlatform({ worker: true });
-  http = client(platform.url);
-  key = await platform.newKey();
-});
-afterAll(async () => {
-  await platform?.close();
-});
+usePlatform({ worker: true }, (t) => ({ platform, http, key } = t));
 
 async function subscribe(body: Record<string, unknown>) {
   const customer = await newCustomer(http, key);
@@ -33,6 +26,15 @@ describe('billing cycles', () => {
     expect(q.current_period_end).toBe('2025-04-30T08:00:00.000Z');
     expect(y).toMatchObject({ billing_cycle: 'yearly', current_period_end: '2026-01-31T08:00:00.000Z' });
 
+    // One advance may move the clock at most two years; year 9999 would replay ~32,000 quarters.
+    const tooFar = await http(`/v3/test_clocks/${clock}/advance`, { key, body: { frozen_time: '9999-01-01T00:00:00Z' } });
+    expect(tooFar.status).toBe(422);
+    expect(tooFar.body.errors).toEqual([{ path: 'frozen_time', message: expect.stringContaining('no later than 2027-01-31T08:00:00.000Z') }]);
+    const justOver = await http(`/v3/test_clocks/${clock}/advance`, { key, body: { frozen_time: '2027-01-31T08:00:00.001Z' } });
+    expect(justOver.status).toBe(422);
+    expect(justOver.body.errors).toEqual([expect.objectContaining({ path: 'frozen_time' })]);
+    expect((await http(`/v3/test_clocks/${clock}`, { key })).body).toMatchObject({ frozen_time: '2025-01-31T08:00:00.000Z', status: 'ready' });
+    await advance(http, key, clock, '2026-02-01T00:00:00Z');
     await advance(http, key, clock, '2027-02-01T00:00:00Z');
     const qi = await invoices(http, key, q.id);
     expect(qi.map((i) => i.period_end.slice(0, 10))).toEqual(['2025-04-30', '2025-07-31', '2025-10-31', '2026-01-31', '2026-04-30', '2026-07-31', '2026-10-31', '2027-01-31']);
@@ -63,7 +65,9 @@ describe('billing cycles', () => {
       key, body: { subscription_id: sub.id, metric_name: 'api_calls', quantity, ...(timestamp ? { timestamp } : {}) },
       headers: idem ? { 'idempotency-key': idem } : {},
     });
-    expect((await use(60, '2025-05-10T00:00:00Z', 'u1')).status).toBe(201);
+    const first = await use(60, '2025-05-10T00:00:00Z', 'u1');
+    expect(first.status).toBe(201);
+    expect(first.body.quantity).toBe(60); // a number, as sent, not the column's decimal string
     const replay = await use(60, '2025-05-10T00:00:00Z', 'u1');
     expect(replay.status).toBe(201);
     expect((await use(50)).body.timestamp).toBe('2025-05-01T00:00:00.000Z'); // defaults to the clock's time
@@ -92,9 +96,10 @@ describe('billing cycles', () => {
     expect((await http(`/v3/subscriptions/${sub.id}/cancel`, { key, body: {} })).body.status).toBe('canceled');
     const afterCancel = await use(1);
     expect(afterCancel.status).toBe(409);
-    expect(afterCancel.body.code).toBe('subscription_not_active');
+    expect(afterCancel.body).toMatchObject({ code: 'subscription_not_active', status: 409, subscription_status: 'canceled' });
     const noSub = await http('/v3/usage/records', { key, body: { subscription_id: 'sub_nope', metric_name: 'api_calls', quantity: 1 } });
     expect(noSub.status).toBe(422);
+    expect(noSub.body.errors).toEqual([expect.objectContaining({ path: 'subscription_id' })]);
   });
 
   it('a plan change mid-period is prorated on the next invoice', async () => {
@@ -109,6 +114,7 @@ describe('billing cycles', () => {
     expect(changed.body.plan_id).toBe(pro.id);
     const wrongCurrency = await http(`/v3/subscriptions/${sub.id}`, { method: 'PATCH', key, body: { plan_id: other.id } });
     expect(wrongCurrency.status).toBe(422);
+    expect(wrongCurrency.body.errors).toEqual([expect.objectContaining({ path: 'plan_id', message: expect.stringContaining('GBP') })]);
     await advance(http, key, clock, '2025-05-02T00:00:00Z');
     const [inv] = await invoices(http, key, sub.id);
     expect(inv.line_items.map((l: any) => [l.type, l.amount])).toEqual([['subscription', 6000], ['proration', -1500], ['proration', 3000]]);
@@ -121,16 +127,19 @@ describe('billing cycles', () => {
     const denied = await http('/v3/plans', { key: readOnly, body: { name: 'X', currency: 'USD', interval: 'monthly', amount: 1 } });
     expect(denied.status).toBe(403);
     expect(denied.body.detail).toContain('billing:write');
-    expect((await http(`/v3/plans/${plan.id}`, { key: readOnly })).status).toBe(200);
+    const read = await http(`/v3/plans/${plan.id}`, { key: readOnly });
+    expect([read.status, read.body.id]).toEqual([200, plan.id]);
     const noBilling = await platform.newKey({ type: 'restricted', mode: 'test', permissions: ['crm:read'] });
-    expect((await http('/v3/invoices', { key: noBilling })).status).toBe(403);
+    const noInvoices = await http('/v3/invoices', { key: noBilling });
+    expect([noInvoices.status, noInvoices.body.code, noInvoices.body.required_permission]).toEqual([403, 'permission_denied', 'billing:read']);
 
     // Live keys: no test clocks, and the sandbox's plans are not visible.
     const live = await platform.newKey({ type: 'live' });
     const liveClock = await http('/v3/test_clocks', { key: live, body: { frozen_time: '2025-01-01T00:00:00Z' } });
     expect(liveClock.status).toBe(403);
     expect(liveClock.body.code).toBe('test_mode_only');
-    expect((await http(`/v3/plans/${plan.id}`, { key: live })).status).toBe(404);
+    const hidden = await http(`/v3/plans/${plan.id}`, { key: live });
+    expect([hidden.status, hidden.body.code]).toEqual([404, 'not_found']);
 
     // Ops find a customer's subscription in the Temporal UI by its search attributes.
     const sub = await subscribe({ plan_id: plan.id, auto_collection: false });
@@ -139,7 +148,7 @@ describe('billing cycles', () => {
     expect(desc.searchAttributes).toMatchObject({ BpCustomerId: [sub.customer_id], BpResourceId: [sub.id], BpMode: ['test'] });
     // A wall-clock subscription: next invoice a month out, and 409 for an impossible transition.
     expect(Date.parse(sub.current_period_end) - Date.parse(sub.current_period_start)).toBeGreaterThan(27 * 86_400_000);
-    expect((await http(`/v3/subscriptions/${sub.id}/resume`, { key, body: {} })).body).toMatchObject({ status: 409, code: 'invalid_state_transition', current_status: 'active' });
+    expect((await http(`/v3/subscriptions/${sub.id}/resume`, { key, body: {} })).body).toMatchObject({ status: 409, code: 'invalid_state_transition', current_state: 'active' });
     expect((await http(`/v3/subscriptions/${sub.id}/cancel`, { key, body: {} })).body.status).toBe('canceled');
   });
 });

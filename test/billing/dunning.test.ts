@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { permissionScopes } from '../../domain/registry.ts';
+import { describe, expect, it } from 'vitest';
 import { adminRouter } from '../../api/admin/router.ts';
 import { createCallerFactory, createContextInner } from '../../api/admin/trpc.ts';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import type { TestPlatform } from '../support/platform.ts';
 import { advance, card, invoices, newClock, newCustomer, newPlan, subscription, type Http } from './support.ts';
+import { usePlatform } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
 let http: Http;
@@ -12,15 +13,7 @@ let accountId: string;
 const DECLINE = '4000000000000002';
 const SLOW = '4000000000007775';
 
-beforeAll(async () => {
-  platform = await startTestPlatform({ worker: true, env: { SANDBOX_GATEWAY_SLOW_CARD_MS: '2500' } });
-  http = client(platform.url);
-  key = await platform.newKey();
-  accountId = (await platform.sql<{ account_id: string }>('select account_id from api_keys limit 1'))[0]!.account_id;
-});
-afterAll(async () => {
-  await platform?.close();
-});
+usePlatform({ worker: true, env: { SANDBOX_GATEWAY_SLOW_CARD_MS: '2500' } }, (t) => ({ platform, http, key, accountId } = t));
 
 async function subscribe(plan: string, clock: string, number: string, extra: Record<string, unknown> = {}) {
   const customer = await newCustomer(http, key);
@@ -76,7 +69,7 @@ describe('dunning', () => {
     expect((await subscription(http, key, rescued.id)).status).toBe('past_due');
     // Admin: a new card, then retry now instead of waiting for the schedule.
     expect((await http(`/v3/subscriptions/${rescued.id}`, { method: 'PATCH', key, body: { payment_method: card('5555555555554444') } })).status).toBe(200);
-    const caller = createCallerFactory(adminRouter)(createContextInner({ orm: platform.orm, temporal: platform.temporal, adminToken: 't', presentedToken: 't' }));
+    const caller = createCallerFactory(adminRouter)(createContextInner({ orm: platform.orm, permissionScopes, temporal: platform.temporal, adminToken: 't', presentedToken: 't' }));
     const retried = await caller.billing.retryCollection({ accountId, livemode: false, subscriptionId: rescued.id });
     expect(retried).toEqual({ retried: true, status: 'active' });
     const described = await caller.billing.describeSubscription({ accountId, livemode: false, subscriptionId: rescued.id });
@@ -121,5 +114,46 @@ describe('dunning', () => {
     expect(await invoices(http, key, sub.id)).toHaveLength(1);
     const charges = await platform.sql<{ n: number }>(`select count(*)::int as n from sandbox_gateway_charges where idempotency_key = $1`, [`${inv.last_payment_id}:charge`]);
     expect(charges[0]!.n).toBe(1);
+  });
+  it('the spec\'s body exactly (no payment method, no currency) starts a subscription in the plan\'s currency', async () => {
+    const plan = await newPlan(http, key, { amount: 2900, currency: 'EUR' });
+    const customer = await newCustomer(http, key);
+    const res = await http('/v3/subscriptions', {
+      key,
+      body: { customer_id: customer, plan_id: plan.id, billing_cycle: 'monthly', auto_collection: true, trial_period_days: 14, metadata: { source: 'spec-example' } },
+    });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body).toMatchObject({ status: 'trialing', customer_id: customer, plan_id: plan.id, billing_cycle: 'monthly', auto_collection: true, payment_method: null, metadata: { source: 'spec-example' } });
+  });
+
+  it('with no payment method the invoice waits open (past_due, no attempts burnt) until PATCH payment_method collects it', async () => {
+    const plan = await newPlan(http, key, { amount: 1200, currency: 'EUR', dunning: { retry_schedule_days: [1, 2], final_action: 'cancel' } });
+    const clock = await newClock(http, key, '2025-03-01T00:00:00Z');
+    const customer = await newCustomer(http, key);
+    const created = await http('/v3/subscriptions', { key, body: { customer_id: customer, plan_id: plan.id, auto_collection: true, test_clock: clock } });
+    expect(created.status, created.text).toBe(201);
+    const sub = created.body;
+
+    await advance(http, key, clock, '2025-04-01T01:00:00Z');
+    expect((await subscription(http, key, sub.id)).status).toBe('past_due');
+    let [inv] = await invoices(http, key, sub.id);
+    expect(inv).toMatchObject({ status: 'open', currency: 'EUR', amount_due: 1200, attempt_count: 0, payment_method: null, auto_collection: true });
+
+    // Well past the whole retry schedule (1 + 2 days): nothing retried, not canceled, still open.
+    await advance(http, key, clock, '2025-04-10T00:00:00Z');
+    expect((await subscription(http, key, sub.id)).status).toBe('past_due');
+    [inv] = await invoices(http, key, sub.id);
+    expect(inv).toMatchObject({ status: 'open', attempt_count: 0 });
+    const caller = createCallerFactory(adminRouter)(createContextInner({ orm: platform.orm, permissionScopes, temporal: platform.temporal, adminToken: 't', presentedToken: 't' }));
+    await expect(caller.billing.retryCollection({ accountId, livemode: false, subscriptionId: sub.id })).rejects.toThrow(/without a payment method/);
+
+    const patched = await http(`/v3/subscriptions/${sub.id}`, { method: 'PATCH', key, body: { payment_method: card() } });
+    expect(patched.status, patched.text).toBe(200);
+    await advance(http, key, clock, '2025-04-10T01:00:00Z');
+    expect((await subscription(http, key, sub.id)).status).toBe('active');
+    [inv] = await invoices(http, key, sub.id);
+    expect(inv).toMatchObject({ status: 'paid', attempt_count: 1, amount_paid: 1200 });
+    const events = await platform.sql<{ type: string }>(`select type from events where customer_id = $1 and type like 'invoice.%' order by id`, [customer]);
+    expect(events.map((e) => e.type)).toEqual(['invoice.created', 'invoice.paid']);
   });
 });

@@ -1,20 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestPlatform } from '../support/platform.ts';
 import { advance, card, invoices, newClock, newCustomer, newPlan, subscription, type Http } from './support.ts';
+import { usePlatform } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
 let http: Http;
 let key: string;
 
-beforeAll(async () => {
-  platform = await startTestPlatform({ worker: true, env: { BILLING_CYCLES_PER_RUN: '5' } });
-  http = client(platform.url);
-  key = await platform.newKey();
-});
-afterAll(async () => {
-  await platform?.close();
-});
+usePlatform({ worker: true, env: { BILLING_CYCLES_PER_RUN: '5' } }, (t) => ({ platform, http, key } = t));
 
 describe('a monthly subscription on a test clock', () => {
   it('trial, twelve paid monthly invoices, pause (no invoices), resume, cancel at period end', async () => {
@@ -66,7 +59,7 @@ describe('a monthly subscription on a test clock', () => {
     expect(paused.body.status).toBe('paused');
     const again = await http(`/v3/subscriptions/${sub.id}/pause`, { key, body: {} });
     expect(again.status).toBe(409);
-    expect(again.body).toMatchObject({ code: 'invalid_state_transition', current_status: 'paused' });
+    expect(again.body).toMatchObject({ code: 'invalid_state_transition', current_state: 'paused' });
     await advance(http, key, clock, '2026-04-25T00:00:00Z');
     expect(await invoices(http, key, sub.id)).toHaveLength(12);
 

@@ -1,30 +1,29 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { TestPlatform } from '../support/platform.ts';
 import { workerProcesses } from '../support/worker-processes.ts';
 import { card, invoices, newClock, newCustomer, newPlan, subscription, type Http } from './support.ts';
+import { usePlatform } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
 let http: Http;
 let key: string;
-// Long enough that the kill always lands while the charge is held in the gateway, even on a loaded machine.
-const SLOW_MS = '8000';
-const workers = workerProcesses(() => platform, { SANDBOX_GATEWAY_SLOW_CARD_MS: SLOW_MS });
+// The first worker's gateway holds the slow card's charge far longer than the kill takes, even on a
+// loaded machine; once that worker is dead the test ends the hold (the gateway answers). The
+// replacement's gateway answers the next period's charge at once.
+const SLOW_MS = '60000';
+// The workers poll the billing and payments queues only: all a subscription's cycles need.
+const workers = workerProcesses(() => platform, { WORKER_AREAS: 'billing,payments' });
 
-beforeAll(async () => {
-  // No in-process worker: the workers are child processes this file can kill.
-  platform = await startTestPlatform({ env: { SANDBOX_GATEWAY_SLOW_CARD_MS: SLOW_MS } });
-  http = client(platform.url);
-  key = await platform.newKey();
-});
-afterAll(async () => {
-  workers.killAll();
-  await platform?.close();
-});
+// No in-process worker: the workers are child processes this file can kill.
+usePlatform({ env: { SANDBOX_GATEWAY_SLOW_CARD_MS: SLOW_MS } }, (t) => ({ platform, http, key } = t));
+afterAll(() => workers.killAll());
 
 describe('a worker killed mid-cycle', () => {
   it('loses and duplicates nothing: one invoice per period, one charge per invoice, one event each', async () => {
-    const first = await workers.start();
+    const first = await workers.start({ SANDBOX_GATEWAY_SLOW_CARD_MS: SLOW_MS });
+    // The replacement gets ready (but does not poll) while the first worker works and the charge
+    // it held times out.
+    const replacement = workers.standby({ SANDBOX_GATEWAY_SLOW_CARD_MS: '0' });
     const customer = await newCustomer(http, key);
     const plan = await newPlan(http, key, { amount: 4100 });
     const clock = await newClock(http, key, '2025-01-01T00:00:00Z');
@@ -41,9 +40,10 @@ describe('a worker killed mid-cycle', () => {
       if (Date.now() > deadline) throw new Error('the first charge never reached the gateway');
       await new Promise((r) => setTimeout(r, 50));
     }
-    first.kill('SIGKILL');
-    await new Promise((r) => first.once('exit', r));
-    await workers.start();
+    await workers.kill(first);
+    // The gateway finishes the charge it held; the worker that waited for the answer is gone.
+    await platform.sql('update sandbox_gateway_charges set completes_at = now()');
+    await replacement.start();
 
     const advanced = await advancing;
     expect(advanced.status, advanced.text).toBe(200);

@@ -1,21 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { convertMinorUnits, exponent, toDecimalString, toMinorUnits } from '../../domain/money.ts';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
 import { create } from './support.ts';
+import { usePlatform, type Http } from '../support/use-platform.ts';
 
-let platform: TestPlatform;
-let http: ReturnType<typeof client>;
+let http: Http;
 let key: string;
 let storeId: string;
 
-beforeAll(async () => {
-  platform = await startTestPlatform();
-  http = client(platform.url);
-  key = await platform.newKey();
+usePlatform({}, async (t) => {
+  ({ http, key } = t);
   storeId = (await create(http, key, '/v3/stores', { name: 'Catalog shop', default_currency: 'USD' })).id;
 });
-afterAll(() => platform?.close());
 
 describe('money helper', () => {
   it('knows currency exponents and rounds decimal strings half-even', () => {
@@ -67,7 +62,8 @@ describe('stores and products', () => {
     expect(dup.body).toMatchObject({ code: 'sku_already_exists', sku: 'GRD-1', store_id: storeId });
     expect(dup.body.suggestion).toEqual(expect.any(String));
     const other = await create(http, key, '/v3/stores', { name: 'Second shop' });
-    expect((await http(`/v3/stores/${other.id}/products`, { key, body: { name: 'Grinder', sku: 'GRD-1', price: 100 } })).status).toBe(201);
+    const sameSku = await http(`/v3/stores/${other.id}/products`, { key, body: { name: 'Grinder', sku: 'GRD-1', price: 100 } });
+    expect([sameSku.status, sameSku.body.sku, sameSku.body.store_id]).toEqual([201, 'GRD-1', other.id]);
   });
 
   it('rejects fractional prices, unknown currencies and duplicate variant names, naming every field', async () => {
@@ -81,6 +77,7 @@ describe('stores and products', () => {
   it('404s an unknown store', async () => {
     const res = await http('/v3/stores/store_nope/products', { key, body: { name: 'X', sku: 'X-1', price: 1 } });
     expect(res.status).toBe(404);
+    expect(res.body).toMatchObject({ code: 'not_found', detail: expect.stringContaining('store_nope') });
   });
 });
 

@@ -1,20 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
-import { create, openShop, stockOf, stockedProduct, type Shop } from './support.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestPlatform } from '../support/platform.ts';
+import type { Http } from '../support/use-platform.ts';
+import { create, stockOf, stockedProduct, useShopPlatform, type Shop } from './support.ts';
 
 let platform: TestPlatform;
-let http: ReturnType<typeof client>;
+let http: Http;
 let key: string;
 let shop: Shop;
 
-beforeAll(async () => {
-  platform = await startTestPlatform({ env: { RATE_LIMIT_CONCURRENCY: '100', RATE_LIMIT_PER_MINUTE: '10000', LOG_LEVEL: 'error' } });
-  http = client(platform.url);
-  key = await platform.newKey();
-  shop = await openShop(http, key);
-});
-afterAll(() => platform?.close());
+useShopPlatform({ env: { RATE_LIMIT_CONCURRENCY: '100', RATE_LIMIT_PER_MINUTE: '10000', LOG_LEVEL: 'error' } }, (t) => ({ platform, http, key, shop } = t));
 
 const put = (sku: string, body: Record<string, unknown>) => http(`/v3/inventory/${sku}/stock`, { key, method: 'PUT', body });
 
@@ -42,7 +36,7 @@ describe('PUT /v3/inventory/{sku}/stock', () => {
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ code: 'insufficient_stock', errors: [{ path: 'quantity' }] });
     expect(res.body.errors[0].message).toContain('available: 0');
-    expect(await stockOf(platform, 'INV-A')).toEqual({ quantity: 0, reserved: 0 });
+    expect(await stockOf(platform, key, 'INV-A')).toEqual({ quantity: 0, reserved: 0 });
   });
 
   it('keeps stock exact under 40 concurrent subtracts of one unit from 25', async () => {
@@ -51,7 +45,7 @@ describe('PUT /v3/inventory/{sku}/stock', () => {
     expect(results.filter((r) => r.status !== 200 && r.status !== 409).map((r) => r.text)).toEqual([]);
     expect(results.filter((r) => r.status === 200)).toHaveLength(25);
     expect(results.filter((r) => r.status === 409)).toHaveLength(15);
-    expect(await stockOf(platform, 'INV-RACE')).toEqual({ quantity: 0, reserved: 0 });
+    expect(await stockOf(platform, key, 'INV-RACE')).toEqual({ quantity: 0, reserved: 0 });
   });
 
   it('404s an unknown SKU and names an unknown warehouse', async () => {
@@ -87,36 +81,39 @@ describe('POST /v3/inventory/bulk-update', () => {
     });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ object: 'inventory_bulk_update', updated: 3 });
-    expect(await stockOf(platform, 'BULK-1')).toEqual({ quantity: 5, reserved: 0 });
-    expect(await stockOf(platform, 'BULK-2')).toEqual({ quantity: 3, reserved: 0 });
+    expect(await stockOf(platform, key, 'BULK-1')).toEqual({ quantity: 5, reserved: 0 });
+    expect(await stockOf(platform, key, 'BULK-2')).toEqual({ quantity: 3, reserved: 0 });
   });
 
   it('changes nothing when one item is bad, and lists every bad item', async () => {
-    const before = [await stockOf(platform, 'BULK-1'), await stockOf(platform, 'BULK-2')];
+    await stockedProduct(http, key, shop, 'BULK-BAD-1', 5);
+    await stockedProduct(http, key, shop, 'BULK-BAD-2', 3);
+    const before = [{ quantity: 5, reserved: 0 }, { quantity: 3, reserved: 0 }];
+    expect([await stockOf(platform, key, 'BULK-BAD-1'), await stockOf(platform, key, 'BULK-BAD-2')]).toEqual(before);
     const res = await http('/v3/inventory/bulk-update', {
       key,
       body: { items: [
-        { sku: 'BULK-1', warehouse_id: shop.warehouseId, quantity: 100, operation: 'add' },
-        { sku: 'BULK-2', warehouse_id: shop.warehouseId, quantity: 4, operation: 'subtract' },
-        { sku: 'BULK-1', warehouse_id: shop.warehouseId, quantity: 1000, operation: 'subtract' },
+        { sku: 'BULK-BAD-1', warehouse_id: shop.warehouseId, quantity: 100, operation: 'add' },
+        { sku: 'BULK-BAD-2', warehouse_id: shop.warehouseId, quantity: 4, operation: 'subtract' },
+        { sku: 'BULK-BAD-1', warehouse_id: shop.warehouseId, quantity: 1000, operation: 'subtract' },
       ] },
     });
     expect(res.status).toBe(409);
     expect(res.body.code).toBe('insufficient_stock');
     expect(res.body.errors.map((e: { path: string }) => e.path)).toEqual(['items.1.quantity', 'items.2.quantity']);
-    expect([await stockOf(platform, 'BULK-1'), await stockOf(platform, 'BULK-2')]).toEqual(before);
+    expect([await stockOf(platform, key, 'BULK-BAD-1'), await stockOf(platform, key, 'BULK-BAD-2')]).toEqual(before);
 
     const mixed = await http('/v3/inventory/bulk-update', {
       key,
       body: { items: [
-        { sku: 'BULK-1', warehouse_id: shop.warehouseId, quantity: 1, operation: 'add' },
+        { sku: 'BULK-BAD-1', warehouse_id: shop.warehouseId, quantity: 1, operation: 'add' },
         { sku: 'GHOST', warehouse_id: shop.warehouseId, quantity: 1, operation: 'add' },
-        { sku: 'BULK-2', warehouse_id: shop.warehouseId, quantity: 99, operation: 'subtract' },
+        { sku: 'BULK-BAD-2', warehouse_id: shop.warehouseId, quantity: 99, operation: 'subtract' },
       ] },
     });
     expect(mixed.status).toBe(422);
     expect(mixed.body.errors.map((e: { path: string }) => e.path)).toEqual(['items.1.sku', 'items.2.quantity']);
-    expect([await stockOf(platform, 'BULK-1'), await stockOf(platform, 'BULK-2')]).toEqual(before);
+    expect([await stockOf(platform, key, 'BULK-BAD-1'), await stockOf(platform, key, 'BULK-BAD-2')]).toEqual(before);
   });
 
   it('takes 1,000 items and refuses 1,001 with 422', async () => {
@@ -126,10 +123,10 @@ describe('POST /v3/inventory/bulk-update', () => {
     const ok = await http('/v3/inventory/bulk-update', { key, body: { items: items(1000) } });
     expect(ok.status).toBe(200);
     expect(ok.body.updated).toBe(1000);
-    expect(await stockOf(platform, 'BULK-K0')).toEqual({ quantity: 100, reserved: 0 });
+    expect(await stockOf(platform, key, 'BULK-K0')).toEqual({ quantity: 100, reserved: 0 });
     const tooMany = await http('/v3/inventory/bulk-update', { key, body: { items: items(1001) } });
     expect(tooMany.status).toBe(422);
     expect(tooMany.body.errors).toEqual([expect.objectContaining({ path: 'items', message: expect.stringContaining('1000') })]);
-    expect(await stockOf(platform, 'BULK-K0')).toEqual({ quantity: 100, reserved: 0 });
+    expect(await stockOf(platform, key, 'BULK-K0')).toEqual({ quantity: 100, reserved: 0 });
   });
 });

@@ -1,22 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOrder } from '../../domain/commerce/orders.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { draftOrder, writeOrder } from '../../domain/commerce/orders.ts';
 import { scopedEm } from '../../domain/scope.ts';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
-import { eventually, openShop, orderBody, stockOf, stockedProduct, type Shop } from './support.ts';
+import type { TestPlatform } from '../support/platform.ts';
+import type { Http } from '../support/use-platform.ts';
+import { eventually, openShop, orderBody, stockOf, stockedProduct, useShopPlatform, type Shop } from './support.ts';
 
 let platform: TestPlatform;
-let http: ReturnType<typeof client>;
+let http: Http;
 let key: string;
 let shop: Shop;
 
-beforeAll(async () => {
-  platform = await startTestPlatform({ worker: true, env: { RATE_LIMIT_CONCURRENCY: '100', RATE_LIMIT_PER_MINUTE: '10000' } });
-  http = client(platform.url);
-  key = await platform.newKey();
-  shop = await openShop(http, key);
-});
-afterAll(() => platform?.close());
+useShopPlatform({ worker: true, env: { RATE_LIMIT_CONCURRENCY: '100', RATE_LIMIT_PER_MINUTE: '10000' } }, (t) => ({ platform, http, key, shop } = t));
 
 const placeOrder = (body: unknown) => http('/v3/orders', { key, body });
 
@@ -39,7 +33,7 @@ describe('POST /v3/orders', () => {
       workflow_id: `order-${order.id}`, metadata: { ref: 'A1' },
     });
     expect(order.id).toMatch(/^ord_/);
-    expect(await stockOf(platform, 'ORD-MUG')).toEqual({ quantity: 5, reserved: 3 });
+    expect(await stockOf(platform, key, 'ORD-MUG')).toEqual({ quantity: 5, reserved: 3 });
     expect((await http(`/v3/orders/${order.id}`, { key })).body).toEqual(order);
     const described = await platform.temporal.client.workflow.getHandle(order.workflow_id).describe();
     expect(described.status.name).toBe('RUNNING');
@@ -55,10 +49,12 @@ describe('POST /v3/orders', () => {
     await stockedProduct(http, key, shop, 'ORD-HOT', 10);
     const results = await Promise.all(Array.from({ length: 50 }, () => placeOrder(orderBody(shop, [{ sku: 'ORD-HOT', quantity: 1 }]))));
     const statuses = results.map((r) => r.status);
+    const other = results.filter((r) => r.status !== 201 && r.status !== 409);
+    expect(other.map((r) => r.text)).toEqual([]);
     expect(statuses.filter((s) => s === 201)).toHaveLength(10);
     expect(statuses.filter((s) => s === 409)).toHaveLength(40);
     expect(results.find((r) => r.status === 409)!.body).toMatchObject({ code: 'insufficient_stock', sku: 'ORD-HOT', requested: 1, available: 0 });
-    expect(await stockOf(platform, 'ORD-HOT')).toEqual({ quantity: 10, reserved: 10 });
+    expect(await stockOf(platform, key, 'ORD-HOT')).toEqual({ quantity: 10, reserved: 10 });
     const rows = await platform.sql<{ n: number }>(`select count(*)::int as n from orders where line_items @> '[{"sku":"ORD-HOT"}]'`);
     expect(rows[0]!.n).toBe(10);
     const negative = await platform.sql('select 1 from inventory_levels where quantity < 0 or reserved < 0 or reserved > quantity');
@@ -70,7 +66,7 @@ describe('POST /v3/orders', () => {
     await stockedProduct(http, key, shop, 'ORD-B', 1);
     const short = await placeOrder(orderBody(shop, [{ sku: 'ORD-A', quantity: 2 }, { sku: 'ORD-B', quantity: 2 }]));
     expect(short.status).toBe(409);
-    expect(await stockOf(platform, 'ORD-A')).toEqual({ quantity: 3, reserved: 0 });
+    expect(await stockOf(platform, key, 'ORD-A')).toEqual({ quantity: 3, reserved: 0 });
     const bad = await placeOrder({ ...orderBody(shop, [{ sku: 'NOPE', quantity: 1 }, { sku: 'ORD-A', quantity: 1, variant: 'XL' }]), customer_id: 'cus_nope' });
     expect(bad.status).toBe(422);
     expect(bad.body.errors.map((e: { path: string }) => e.path).sort()).toEqual(['customer_id', 'line_items.0.sku', 'line_items.1.variant']);
@@ -89,11 +85,11 @@ describe('order lifecycle through the workflow', () => {
   it('cancel releases the reserved stock (compensation) and records order.canceled; a second cancel is 409', async () => {
     await stockedProduct(http, key, shop, 'ORD-CXL', 4);
     const order = (await placeOrder(orderBody(shop, [{ sku: 'ORD-CXL', quantity: 3 }]))).body;
-    expect(await stockOf(platform, 'ORD-CXL')).toEqual({ quantity: 4, reserved: 3 });
+    expect(await stockOf(platform, key, 'ORD-CXL')).toEqual({ quantity: 4, reserved: 3 });
     const res = await http(`/v3/orders/${order.id}/cancel`, { key, body: { reason: 'customer request' } });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'canceled', cancellation_reason: 'customer request', fulfillment: { status: 'canceled' } });
-    expect(await stockOf(platform, 'ORD-CXL')).toEqual({ quantity: 4, reserved: 0 });
+    expect(await stockOf(platform, key, 'ORD-CXL')).toEqual({ quantity: 4, reserved: 0 });
     const again = await http(`/v3/orders/${order.id}/cancel`, { key, body: {} });
     expect(again.status).toBe(409);
     expect(again.body).toMatchObject({ code: 'invalid_state_transition', current_state: 'canceled' });
@@ -108,7 +104,7 @@ describe('order lifecycle through the workflow', () => {
     const res = await http(`/v3/orders/${order.id}/fulfill`, { key, body: { tracking_number: '1Z999', carrier: 'ups' } });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'fulfilled', fulfillment: { status: 'fulfilled', tracking_number: '1Z999', carrier: 'ups' } });
-    expect(await stockOf(platform, 'ORD-SHIP')).toEqual({ quantity: 1, reserved: 0 });
+    expect(await stockOf(platform, key, 'ORD-SHIP')).toEqual({ quantity: 1, reserved: 0 });
     expect((await http(`/v3/orders/${order.id}/cancel`, { key, body: {} })).status).toBe(409);
     expect(await platform.temporal.client.workflow.getHandle(order.workflow_id).result()).toMatchObject({ status: 'fulfilled' });
   });
@@ -130,24 +126,35 @@ describe('order lifecycle through the workflow', () => {
     expect(count).toHaveLength(1);
   });
 
-  it('starts the workflow from the outbox when the API died between the commit and the start', async () => {
-    await stockedProduct(http, key, shop, 'ORD-CRASH', 2);
+  it('writes an order once when its first activity runs again after a lost answer (keyed by the order id)', async () => {
+    await stockedProduct(http, key, shop, 'ORD-RETRY', 2);
     const [store] = await platform.sql<{ account_id: string }>('select account_id from stores where id = $1', [shop.storeId]);
     const scope = { accountId: store!.account_id, livemode: false };
-    // The domain call is what the API runs before it starts the workflow: stop right there.
-    const order = await createOrder(scopedEm(platform.orm, scope), scope, orderBody(shop, [{ sku: 'ORD-CRASH', quantity: 1 }]), null);
-    const described = await eventually(async () => {
-      try {
-        return await platform.temporal.client.workflow.getHandle(`order-${order.id}`).describe();
-      } catch {
-        return null;
-      }
-    }, 20_000, 'the outbox dispatcher to start the order workflow');
-    expect(described.searchAttributes).toMatchObject({ BpResourceId: [order.id] });
-    await eventually(async () => (await platform.sql('select 1 from orders where id = $1 and workflow_confirmed_at is not null', [order.id])).length > 0, 20_000, 'confirmation');
-    const res = await http(`/v3/orders/${order.id}/cancel`, { key, body: {} });
-    expect(res.body.status).toBe('canceled');
-    expect(await stockOf(platform, 'ORD-CRASH')).toEqual({ quantity: 2, reserved: 0 });
+    // What the API does before the start, then the activity's work twice (a retry after a commit).
+    const draft = await draftOrder(scopedEm(platform.orm, scope), scope, orderBody(shop, [{ sku: 'ORD-RETRY', quantity: 1 }]), null);
+    const first = await writeOrder(scopedEm(platform.orm, scope), scope, draft);
+    const again = await writeOrder(scopedEm(platform.orm, scope), scope, draft);
+    expect(again).toEqual(first);
+    expect(await stockOf(platform, key, 'ORD-RETRY')).toEqual({ quantity: 2, reserved: 1 });
+    const events = await platform.sql('select 1 from events where type = $1 and data->\'object\'->>\'id\' = $2', ['order.created', draft.orderId]);
+    expect(events).toHaveLength(1);
+  });
+
+  it('ends a refused order\'s workflow with nothing written: no row, no reservation, no event', async () => {
+    await stockedProduct(http, key, shop, 'ORD-NONE', 1);
+    const short = await placeOrder(orderBody(shop, [{ sku: 'ORD-NONE', quantity: 2 }], { metadata: { ref: 'refused' } }));
+    expect(short.status).toBe(409);
+    expect(short.body).toMatchObject({ code: 'insufficient_stock', sku: 'ORD-NONE', requested: 2, available: 1 });
+    expect(await stockOf(platform, key, 'ORD-NONE')).toEqual({ quantity: 1, reserved: 0 });
+    expect(await platform.sql(`select 1 from orders where line_items @> '[{"sku":"ORD-NONE"}]'`)).toEqual([]);
+    const ids = await eventually(async () => {
+      const found: string[] = [];
+      for await (const w of platform.temporal.client.workflow.list({ query: `BpCustomerId = '${shop.customerId}' AND ExecutionStatus = 'Failed'` })) found.push(w.workflowId);
+      return found.length ? found : null;
+    }, 20_000, 'the refused order workflow to end');
+    expect(ids.every((id) => id.startsWith('order-ord_'))).toBe(true);
+    const orderIds = ids.map((id) => id.slice('order-'.length));
+    expect(await platform.sql('select 1 from orders where id = any($1)', [orderIds])).toEqual([]);
   });
 
   it('never loses a write when 20 updates to one order race (row lock + version)', async () => {

@@ -1,17 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { client } from '../support/http.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { TestPlatform } from '../support/platform.ts';
-import { create, openShop, orderBody, startShopPlatform, stockedProduct, type Shop } from './support.ts';
+import type { Http } from '../support/use-platform.ts';
+import { create, openShop, orderBody, stockedProduct, useShopPlatform, type Shop } from './support.ts';
 
 let platform: TestPlatform;
-let http: ReturnType<typeof client>;
+let http: Http;
 let key: string;
 let shop: Shop;
 
-beforeAll(async () => {
-  ({ platform, http, key, shop } = await startShopPlatform());
-});
-afterAll(() => platform?.close());
+useShopPlatform({ worker: true }, (t) => ({ platform, http, key, shop } = t));
 
 async function orderAt(createdAt: string, lines: { sku: string; quantity: number }[], currency = 'USD'): Promise<string> {
   const res = await http('/v3/orders', { key, body: orderBody(shop, lines, { currency }) });
@@ -30,7 +27,8 @@ describe('GET /v3/reports/sales-summary', () => {
     await orderAt('2025-03-30T22:30:00Z', [{ sku: 'TEA', quantity: 3 }]); // 00:30 CEST, 31 March (a fixed +01:00 says 30 March)
     await orderAt('2025-03-31T10:00:00Z', [{ sku: 'TEA', quantity: 1 }], 'JPY');
     const canceled = await orderAt('2025-03-30T12:00:00Z', [{ sku: 'TEA', quantity: 5 }]);
-    expect((await http(`/v3/orders/${canceled}/cancel`, { key, body: {} })).status).toBe(200);
+    const cancel = await http(`/v3/orders/${canceled}/cancel`, { key, body: {} });
+    expect([cancel.status, cancel.body.status]).toEqual([200, 'canceled']);
   });
 
   it('cuts days in the named zone, correctly across the DST change', async () => {
@@ -59,9 +57,29 @@ describe('GET /v3/reports/sales-summary', () => {
     const zone = await http('/v3/reports/sales-summary?start_date=2025-03-29&end_date=2025-03-31&timezone=Mars/Olympus', { key });
     expect(zone.status).toBe(422);
     expect(zone.body.errors[0].path).toBe('timezone');
-    expect((await http('/v3/reports/sales-summary?start_date=2025-03-29&end_date=2025-03-01', { key })).status).toBe(422);
+    const reversed = await http('/v3/reports/sales-summary?start_date=2025-03-29&end_date=2025-03-01', { key });
+    expect([reversed.status, reversed.body.code, reversed.body.errors[0].path]).toEqual([422, 'validation_failed', 'end_date']);
     const dmy = await http('/v3/reports/sales-summary?start_date=29/03/2025&end_date=2025-03-31', { key });
     expect(dmy.body.errors[0].message).toContain('2025-03-29');
+  });
+});
+
+describe('GET /v3/reports/sales-summary: average order value', () => {
+  it('rounds half-even: an even quotient keeps the half down, an odd one goes up', async () => {
+    for (const [sku, price] of [['AOV-1000', 1000], ['AOV-1001', 1001], ['AOV-1002', 1002]] as const) {
+      await create(http, key, `/v3/stores/${shop.storeId}/products`, { name: sku, sku, price, inventory: { track_quantity: false } });
+    }
+    await orderAt('2025-06-02T12:00:00Z', [{ sku: 'AOV-1000', quantity: 1 }]);
+    await orderAt('2025-06-02T13:00:00Z', [{ sku: 'AOV-1001', quantity: 1 }]); // 2001 / 2 = 1000.5 → 1000
+    await orderAt('2025-06-03T12:00:00Z', [{ sku: 'AOV-1001', quantity: 1 }]);
+    await orderAt('2025-06-03T13:00:00Z', [{ sku: 'AOV-1002', quantity: 1 }]); // 2003 / 2 = 1001.5 → 1002
+    await orderAt('2025-06-04T12:00:00Z', [{ sku: 'AOV-1001', quantity: 1 }]);
+    await orderAt('2025-06-04T13:00:00Z', [{ sku: 'AOV-1002', quantity: 2 }]); // 3005 / 2 = 1502.5 → 1502
+    const average = async (day: string) =>
+      (await http(`/v3/reports/sales-summary?start_date=${day}&end_date=${day}`, { key })).body.totals.average_order_value;
+    expect(await average('2025-06-02')).toEqual({ USD: 1000 });
+    expect(await average('2025-06-03')).toEqual({ USD: 1002 });
+    expect(await average('2025-06-04')).toEqual({ USD: 1502 });
   });
 });
 

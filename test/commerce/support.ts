@@ -1,8 +1,7 @@
 import { expect } from 'vitest';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
-
-type Http = ReturnType<typeof client>;
+import { hashKey } from '../../domain/accounts/keys.ts';
+import type { TestPlatform } from '../support/platform.ts';
+import { usePlatform, type Http, type PlatformContext, type UsePlatformOptions } from '../support/use-platform.ts';
 
 /** Creates a resource and fails the test with the problem document if it is not created. */
 export async function create(http: Http, key: string, path: string, body: unknown): Promise<any> {
@@ -43,10 +42,15 @@ export function orderBody(shop: Shop, lines: { sku: string; quantity: number; va
   };
 }
 
-export async function stockOf(platform: TestPlatform, sku: string): Promise<{ quantity: number; reserved: number }> {
-  const rows = await platform.sql<{ quantity: number; reserved: number }>(
-    'select coalesce(sum(quantity), 0)::int as quantity, coalesce(sum(reserved), 0)::int as reserved from inventory_levels where sku = $1', [sku]);
-  return rows[0]!;
+/** The stock of `sku` summed over the warehouses of the key's account and mode (never another account's). */
+export async function stockOf(platform: TestPlatform, key: string, sku: string): Promise<{ quantity: number; reserved: number }> {
+  const rows = await platform.sql<{ quantity: number; reserved: number; keys: number }>(
+    `select coalesce(sum(l.quantity), 0)::int as quantity, coalesce(sum(l.reserved), 0)::int as reserved,
+            (select count(*)::int from api_keys where key_hash = $2) as keys
+       from api_keys k join inventory_levels l on l.account_id = k.account_id and l.livemode = k.livemode
+      where k.key_hash = $2 and l.sku = $1`, [sku, hashKey(key)]);
+  if (rows[0]!.keys !== 1) throw new Error('stockOf: the key is not one of this platform\'s keys');
+  return { quantity: rows[0]!.quantity, reserved: rows[0]!.reserved };
 }
 
 /** Polls until `check` returns a value (time-driven behaviour finishes on its own schedule). */
@@ -60,10 +64,21 @@ export async function eventually<T>(check: () => Promise<T | undefined | null | 
   }
 }
 
-/** A platform with a worker, a key and an open shop: what the commerce and CRM test files start from. */
-export async function startShopPlatform(): Promise<{ platform: TestPlatform; http: Http; key: string; shop: Shop }> {
-  const platform = await startTestPlatform({ worker: true });
-  const http = client(platform.url);
-  const key = await platform.newKey();
-  return { platform, http, key, shop: await openShop(http, key) };
+export interface ShopContext extends PlatformContext {
+  shop: Shop;
+}
+
+/**
+ * A test platform for the file (usePlatform) with an open shop, and in its store the `products`
+ * given: what the commerce and CRM test files start from.
+ */
+export function useShopPlatform(
+  opts: UsePlatformOptions & { products?: Record<string, unknown>[] },
+  ready: (t: ShopContext) => unknown,
+): void {
+  usePlatform(opts, async (t) => {
+    const shop = await openShop(t.http, t.key);
+    for (const product of opts.products ?? []) await create(t.http, t.key, `/v3/stores/${shop.storeId}/products`, product);
+    await ready({ ...t, shop });
+  });
 }

@@ -1,19 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engagementScore, lifecycleStage } from '../../domain/customers/journey.ts';
-import type { client } from '../support/http.ts';
+import { describe, expect, it } from 'vitest';
+import { engagementScore, lifecycleStage } from '../../domain/crm/journey.ts';
 import type { TestPlatform } from '../support/platform.ts';
-import { create, eventually, startShopPlatform, orderBody, type Shop } from '../commerce/support.ts';
+import type { Http } from '../support/use-platform.ts';
+import { create, eventually, orderBody, useShopPlatform, type Shop } from '../commerce/support.ts';
 
 let platform: TestPlatform;
-let http: ReturnType<typeof client>;
+let http: Http;
 let key: string;
 let shop: Shop;
 
-beforeAll(async () => {
-  ({ platform, http, key, shop } = await startShopPlatform());
-  await create(http, key, `/v3/stores/${shop.storeId}/products`, { name: 'Plan', sku: 'PLAN', price: 2500, prices: { JPY: 3000 }, inventory: { track_quantity: false } });
-});
-afterAll(() => platform?.close());
+useShopPlatform({
+  worker: true, products: [{ name: 'Plan', sku: 'PLAN', price: 2500, prices: { JPY: 3000 }, inventory: { track_quantity: false } }],
+}, (t) => ({ platform, http, key, shop } = t));
 
 const DAY = 86_400_000;
 const daysAgo = (n: number) => new Date(Date.now() - n * DAY).toISOString();
@@ -80,7 +78,8 @@ describe('GET /v3/customers/{id}/journey on a known history', () => {
     expect(j.engagement_score).toBe(60); // + two purchases × 20; a canceled order weighs 0
 
     const jpy = await order(c.id, { currency: 'JPY' });
-    expect((await http(`/v3/orders/${jpy.id}/pay`, { key, body: { payment_id: 'pay_external_1' } })).body).toMatchObject({ payment_status: 'paid', payment_id: 'pay_external_1' });
+    // Paid outside the platform: no payment of ours to point at (a payment_id must be a succeeded payment of this account).
+    expect((await http(`/v3/orders/${jpy.id}/pay`, { key, body: {} })).body).toMatchObject({ payment_status: 'paid', payment_id: null });
     await http('/v3/catalog/exchange-rates', { key, method: 'PUT', body: { base: 'USD', rates: { JPY: '150' } } });
     j = await journey(c.id, '?currency=USD');
     expect(j).toMatchObject({ lifecycle_stage: 'customer', total_ltv: 45, currency: 'USD', engagement_score: 80, unconverted: [] }); // 3000 JPY / 150 = 20 USD

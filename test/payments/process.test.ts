@@ -1,26 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHmac } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { installationSecret } from '../../db/installation-settings.ts';
+import { nativePool } from '../../db/pool.ts';
 import { addBusinessDays, SANDBOX_TEST_CARDS } from '../../domain/payments/gateways/sandbox.ts';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import type { TestPlatform } from '../support/platform.ts';
 import { captureOutput, cardBody, findCardData, waitForPayment } from './support.ts';
+import { usePlatform, type Http } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
-let http: ReturnType<typeof client>;
+let http: Http;
 let key: string;
 const output = captureOutput();
 
-beforeAll(async () => {
-  platform = await startTestPlatform({
-    worker: true,
-    env: { RATE_LIMIT_CONCURRENCY: '50', RATE_LIMIT_PER_MINUTE: '1000', PAYMENTS_SYNC_WAIT_MS: '6000', SANDBOX_GATEWAY_SLOW_CARD_MS: '9000', LOG_LEVEL: 'info' },
-  });
-  http = client(platform.url);
-  key = await platform.newKey();
-});
-afterAll(async () => {
-  output.stop();
-  await platform?.close();
-});
+usePlatform({
+  worker: true,
+  env: { RATE_LIMIT_CONCURRENCY: '50', RATE_LIMIT_PER_MINUTE: '1000', PAYMENTS_SYNC_WAIT_MS: '6000', SANDBOX_GATEWAY_SLOW_CARD_MS: '9000', LOG_LEVEL: 'info' },
+}, (t) => ({ platform, http, key } = t));
+afterAll(() => output.stop());
 
 const pay = (number: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
   http('/v3/payments/process', { key, headers, body: { amount: 1000, currency: 'usd', payment_method: cardBody(number), description: 'Test order', ...extra } });
@@ -51,8 +47,10 @@ describe('POST /v3/payments/process with the sandbox gateway', () => {
     expect(await ledger(p.id)).toEqual([expect.objectContaining({ status: 'succeeded', attempts: 1, amount: '1000' })]);
     const events = await platform.sql<{ type: string }>(`select type from events where data->'object'->>'id' = $1`, [p.id]);
     expect(events.map((e) => e.type)).toEqual(['payment.succeeded']);
-    const desc = await platform.temporal.client.workflow.getHandle(p.workflow_id).describe();
-    expect(desc.searchAttributes).toMatchObject({ BpResourceId: [p.id], BpMode: ['test'] });
+    const handle = platform.temporal.client.workflow.getHandle(p.workflow_id);
+    await handle.result();
+    const desc = await handle.describe();
+    expect(desc.searchAttributes).toMatchObject({ BpResourceId: [p.id], BpMode: ['test'], BpStatus: ['succeeded'] });
   });
 
   it.each([
@@ -163,6 +161,32 @@ describe('POST /v3/payments/process with the sandbox gateway', () => {
     expect(theirs.body.code).toBe('not_found');
     const liveKey = await platform.newKey({ type: 'live' });
     expect((await http(`/v3/payments/${mine.body.id}/status`, { key: liveKey })).status).toBe(404);
+  });
+
+  it('refuses live-mode payments with 503 gateway_not_configured when no live gateway is configured (never the sandbox)', async () => {
+    expect(platform.paymentGateways.liveDefault).toBeNull();
+    const liveKey = await platform.newKey({ type: 'live' });
+    const before = await platform.sql<{ n: string }>('select count(*) as n from sandbox_gateway_tokens');
+    const res = await http('/v3/payments/process', { key: liveKey, body: { amount: 1000, currency: 'USD', payment_method: cardBody('4242424242424242') } });
+    expect(res.status).toBe(503);
+    expect(res.body).toMatchObject({ code: 'gateway_not_configured', detail: expect.stringContaining('nothing was charged') });
+    expect(res.headers.get('retry-after')).toBe('60');
+    expect(await platform.sql('select id from payments where livemode')).toEqual([]);
+    expect(await platform.sql<{ n: string }>('select count(*) as n from sandbox_gateway_tokens')).toEqual(before);
+  });
+
+  it('keys card fingerprints with a secret generated once per installation and kept in the database', async () => {
+    expect((await pay('4000000000009235')).status).toBe(201);
+    const [setting] = await platform.sql<{ value: string }>("select value from installation_settings where name = 'card_fingerprint_key'");
+    expect(setting!.value).toMatch(/^[\w-]{43}$/); // 32 random bytes
+    const [token] = await platform.sql<{ fingerprint: string }>("select fingerprint from sandbox_gateway_tokens where last4 = '9235' limit 1");
+    expect(token!.fingerprint).toBe(createHmac('sha256', setting!.value).update('4000000000009235').digest('base64url').slice(0, 16));
+    // Processes starting at once agree on one value: the first insert wins, every caller reads it back.
+    const pool = await nativePool(platform.orm);
+    const values = await Promise.all(Array.from({ length: 8 }, () => installationSecret(pool, 'test_concurrent_secret')));
+    expect(new Set(values).size).toBe(1);
+    expect(await platform.sql("select value from installation_settings where name = 'test_concurrent_secret'")).toEqual([{ value: values[0] }]);
+    expect(await installationSecret(pool, 'card_fingerprint_key')).toBe(setting!.value);
   });
 
   it('needs payments:write to charge and payments:read to look', async () => {

@@ -1,7 +1,12 @@
+import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { cardBrand, checkCard, luhnValid } from '../../domain/payments/cards.ts';
 import { addBusinessDays, SandboxGateway } from '../../domain/payments/gateways/sandbox.ts';
 import { planSplit } from '../../domain/payments/split.ts';
+import { paymentsArea } from '../../domain/payments/area.ts';
+import { loadConfig } from '../../platform/config.ts';
+import type { Logger } from '../../platform/logger.ts';
+import type { MikroORM } from '../../db/orm.ts';
 
 const now = new Date('2026-05-15T12:00:00Z');
 
@@ -29,7 +34,40 @@ describe('card checks', () => {
   });
 });
 
+describe('live mode on the sandbox (PAYMENTS_LIVE_SANDBOX)', () => {
+  function build(env: Record<string, string>) {
+    const warnings: { msg: string; fields?: Record<string, unknown> }[] = [];
+    const logger = { warn: (msg: string, fields?: Record<string, unknown>) => warnings.push({ msg, fields }) } as unknown as Logger;
+    const services = paymentsArea.services!({ config: loadConfig(env), orm: {} as MikroORM, logger });
+    return { gateways: services.paymentGateways!, warnings };
+  }
+
+  it('is off by default: no live gateway without Stripe, and nothing to warn about', () => {
+    const { gateways, warnings } = build({});
+    expect(gateways).toMatchObject({ liveDefault: null, liveSandboxAllowed: false });
+    expect(warnings).toEqual([]);
+  });
+
+  it('when set, makes the sandbox the live default and warns loudly at start', () => {
+    const { gateways, warnings } = build({ PAYMENTS_LIVE_SANDBOX: 'true' });
+    expect(gateways).toMatchObject({ liveDefault: 'sandbox', liveSandboxAllowed: true });
+    expect(warnings).toEqual([{ msg: expect.stringContaining('LIVE-MODE PAYMENTS MAY GO THROUGH THE SANDBOX'), fields: expect.objectContaining({ setting: 'PAYMENTS_LIVE_SANDBOX' }) }]);
+  });
+});
+
 describe('sandbox rules', () => {
+  it('fingerprints cards with the configured CARD_FINGERPRINT_KEY (no database needed), never a key from the source', async () => {
+    const noPool = async (): Promise<never> => { throw new Error('no database needed'); };
+    const key = 'k'.repeat(32);
+    const a = new SandboxGateway(noPool, { fingerprintKey: key });
+    const fingerprint = await a.cardFingerprint('4242 4242 4242 4242');
+    expect(fingerprint).toBe(createHmac('sha256', key).update('4242424242424242').digest('base64url').slice(0, 16));
+    expect(await new SandboxGateway(noPool, { fingerprintKey: 'another-key-'.repeat(3) }).cardFingerprint('4242424242424242')).not.toBe(fingerprint);
+    expect(await createHmac('sha256', 'business-platform-sandbox-gateway').update('4242424242424242').digest('base64url').slice(0, 16)).not.toBe(fingerprint);
+    // Without a configured key the installation's key is read from the database.
+    await expect(new SandboxGateway(noPool).cardFingerprint('4242424242424242')).rejects.toThrow('no database needed');
+  });
+
   it('charges 2.9 % + 30 minor units, rounded half-even', () => {
     const gateway = new SandboxGateway(async () => { throw new Error('no database needed'); });
     expect(gateway.fee(1000, 'USD')).toBe(59);

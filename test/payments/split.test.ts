@@ -1,24 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { TestPlatform } from '../support/platform.ts';
 import { captureOutput, cardBody, findCardData } from './support.ts';
+import { usePlatform, type Http } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
-let http: ReturnType<typeof client>;
+let http: Http;
 let key: string;
 let customer: string;
 const output = captureOutput();
 
-beforeAll(async () => {
-  platform = await startTestPlatform({ worker: true, env: { PAYMENTS_SYNC_WAIT_MS: '8000' } });
-  http = client(platform.url);
-  key = await platform.newKey();
+usePlatform({ worker: true, env: { PAYMENTS_SYNC_WAIT_MS: '8000', LOG_LEVEL: 'info' } }, async (t) => {
+  ({ platform, http, key } = t);
   customer = (await http('/v3/customers', { key, body: { email: 'seller@example.com', name: 'Seller' } })).body.id;
 });
-afterAll(async () => {
-  output.stop();
-  await platform?.close();
-});
+afterAll(() => output.stop());
 
 const split = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
   http('/v3/payments/marketplace/split', { key, headers, body: { currency: 'USD', payment_method: cardBody('4242424242424242'), ...body } });
@@ -90,6 +85,19 @@ describe('POST /v3/payments/marketplace/split', () => {
     expect(events.map((e) => e.type)).toEqual(['payment.succeeded', 'payment.refunded']);
   });
 
+  it('answers a repeated Idempotency-Key with the first split payment, also once the HTTP record has lapsed', async () => {
+    const headers = { 'idempotency-key': 'split-replay-1' };
+    const body = { total_amount: 20, platform_fee: 2, splits: [{ destination: 'acct_replay_a', amount: 18 }] };
+    const first = await split(body, headers);
+    expect(first.status).toBe(201);
+    await platform.sql(`delete from idempotency_records where key = 'split-replay-1'`);
+    const again = await split(body, headers);
+    expect(again.status).toBe(201);
+    expect(again.body).toMatchObject({ id: first.body.id, split: { status: 'completed', transfers: [{ destination: 'acct_replay_a', amount: 1800 }] } });
+    expect(await gatewayTransfers(['acct_replay_a'])).toHaveLength(1);
+    expect(await platform.sql(`select id from payments where request_idempotency_key = 'split-replay-1'`)).toHaveLength(1);
+  });
+
   it('makes no transfer when the card is declined', async () => {
     const res = await split({ total_amount: 10, platform_fee: 1, payment_method: cardBody('4000000000009995'), splits: [{ destination: 'acct_declined_dest', amount: 9 }] });
     expect(res.status).toBe(402);
@@ -99,6 +107,8 @@ describe('POST /v3/payments/marketplace/split', () => {
   });
 
   it('leaves no card number in the database, the logs or the workflow histories', async () => {
+    // The logs were captured (every request logs its path at info), so their search below means something.
+    expect(output.text()).toContain('/v3/payments/marketplace/split');
     expect(await findCardData(platform, ['4242424242424242', '4000000000009995'], output.text())).toEqual([]);
   });
 });

@@ -1,5 +1,9 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StripeGateway } from '../../domain/payments/gateways/stripe.ts';
 import { GatewayRejectedError } from '../../domain/payments/gateways/types.ts';
+import { ApiError } from '../../platform/errors.ts';
 import { startStripeMock, type RunningStripeMock } from '../../platform/stripe-mock.ts';
 import { client } from '../support/http.ts';
 import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
@@ -14,7 +18,8 @@ beforeAll(async () => {
   mock = await startStripeMock();
   platform = await startTestPlatform({
     worker: true,
-    env: { STRIPE_API_KEY: 'sk_test_stripemock', STRIPE_API_BASE: mock.url },
+    // The development setting lets an account's live payments use the sandbox (the per-account choice below).
+    env: { STRIPE_API_KEY: 'sk_test_stripemock', STRIPE_API_BASE: mock.url, PAYMENTS_LIVE_SANDBOX: 'true' },
   });
   platform.paymentGateways.stripe!.onResponse((e) => calls.push(e));
   http = client(platform.url);
@@ -43,7 +48,7 @@ describe('the Stripe adapter against stripe-mock', () => {
     expect(refund.reference).toMatch(/^re_/);
     const transfer = await stripe.transfer({ idempotencyKey: 'tr_test:transfer', destination: 'acct_123', amount: 300, currency: 'USD', chargeReference: charge.reference!, group: 'pay_test' });
     expect(transfer).toMatchObject({ outcome: 'paid' });
-    const reversal = await stripe.reverseTransfer({ idempotencyKey: 'tr_test:reversal', transferReference: (transfer as { reference: string }).reference, amount: 300 });
+    const reversal = await stripe.reverseTransfer({ idempotencyKey: 'tr_test:reversal', transferReference: (transfer as { reference: string }).reference, amount: 300, currency: 'USD' });
     expect(reversal.reference).toMatch(/^trr_/);
 
     expect(calls.map((c) => `${c.method} ${c.path.replace(/\/tr_\w+\//, '/{id}/')} ${c.status}`)).toEqual([
@@ -83,6 +88,17 @@ describe('the Stripe adapter against stripe-mock', () => {
     const res = await http('/v3/payments/process', { key: live, body: { amount: 1200, currency: 'USD', payment_method: cardBody('4242424242424242') } });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ gateway: 'sandbox', livemode: true, status: 'succeeded' });
+
+    // Without PAYMENTS_LIVE_SANDBOX (production) the same choice is refused, never charged on the sandbox.
+    platform.paymentGateways.liveSandboxAllowed = false;
+    try {
+      const refused = await http('/v3/payments/process', { key: live, body: { amount: 1200, currency: 'USD', payment_method: cardBody('4242424242424242') } });
+      expect(refused.status).toBe(503);
+      expect(refused.body).toMatchObject({ code: 'gateway_not_configured', suggestion: expect.stringContaining('PAYMENTS_LIVE_SANDBOX') });
+      expect(refused.headers.get('retry-after')).toBe('60');
+    } finally {
+      platform.paymentGateways.liveSandboxAllowed = true;
+    }
   });
 
   it('maps a request Stripe rejects (400) to a non-retryable gateway error, without the card data', async () => {
@@ -94,5 +110,87 @@ describe('the Stripe adapter against stripe-mock', () => {
     expect((err as GatewayRejectedError).message).toMatch(/^Stripe: /);
     const transfer = await stripe.transfer({ idempotencyKey: 'tr_bad:transfer', destination: 'acct_123', amount: 10.5, currency: 'usd', chargeReference: 'pi_x', group: 'g' });
     expect(transfer).toMatchObject({ outcome: 'failed' });
+  });
+});
+
+/** A proxy in front of stripe-mock that records each request's form body (what the adapter sent). */
+async function recordingProxy(target: string): Promise<{ url: string; bodies: { path: string; form: URLSearchParams }[]; close(): Promise<void> }> {
+  const bodies: { path: string; form: URLSearchParams }[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString();
+      bodies.push({ path: req.url ?? '', form: new URLSearchParams(body) });
+      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'content-length', 'connection'].includes(k))) as Record<string, string>;
+      fetch(new URL(req.url ?? '/', target), { method: req.method, headers, body: req.method === 'GET' ? undefined : body })
+        .then(async (answer) => {
+          res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
+          res.end(Buffer.from(await answer.arrayBuffer()));
+        })
+        .catch(() => { res.writeHead(502); res.end(); });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    bodies,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('Stripe amounts on the wire', () => {
+  it('sends ISK and UGX ×100 and other currencies unchanged, for charges, refunds, transfers and reversals', async () => {
+    const proxy = await recordingProxy(mock.url);
+    try {
+      const stripe = new StripeGateway({ apiKey: 'sk_test_stripemock', apiBase: proxy.url });
+      const card = { token: 'pm_card_visa', fingerprint: '' };
+      const charge = (currency: string, amount: number) => stripe.charge({
+        idempotencyKey: `pay_${currency}:charge`, amount, currency, card, customerId: null, description: null, fraudProtection: false, paymentId: `pay_${currency}`,
+      });
+      await charge('ISK', 500);
+      await charge('JPY', 500);
+      await charge('HUF', 1000);
+      await stripe.refund({ idempotencyKey: 're_isk:refund', chargeReference: 'pi_123', amount: 200, currency: 'ISK' });
+      const transfer = await stripe.transfer({ idempotencyKey: 'tr_ugx:transfer', destination: 'acct_123', amount: 300, currency: 'UGX', chargeReference: 'pi_123', group: 'g' });
+      expect(transfer).toMatchObject({ outcome: 'paid' });
+      await stripe.reverseTransfer({ idempotencyKey: 'tr_ugx:reversal', transferReference: (transfer as { reference: string }).reference, amount: 100, currency: 'UGX' });
+
+      expect(proxy.bodies.map((b) => [b.path.replace(/\/tr_\w+\//, '/{id}/'), b.form.get('amount'), b.form.get('currency')])).toEqual([
+        ['/v1/payment_intents', '50000', 'isk'],
+        ['/v1/payment_intents', '500', 'jpy'],
+        ['/v1/payment_intents', '1000', 'huf'],
+        ['/v1/refunds', '20000', null],
+        ['/v1/transfers', '30000', 'ugx'],
+        ['/v1/transfers/{id}/reversals', '10000', null],
+      ]);
+
+      // HUF and TWD with a fractional part: refused with 422 before Stripe is called.
+      proxy.bodies.length = 0;
+      for (const attempt of [
+        () => charge('HUF', 1050),
+        () => stripe.refund({ idempotencyKey: 're_twd:refund', chargeReference: 'pi_123', amount: 1, currency: 'TWD' }),
+        () => stripe.transfer({ idempotencyKey: 'tr_huf:transfer', destination: 'acct_123', amount: 150, currency: 'HUF', chargeReference: 'pi_123', group: 'g' }),
+      ]) {
+        const err = await attempt().then(() => null, (e: unknown) => e);
+        expect(err).toBeInstanceOf(ApiError);
+        expect(err).toMatchObject({ status: 422, code: 'validation_failed' });
+      }
+      expect(proxy.bodies).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('answers 422 to a live HUF payment in fractional forints, before any Stripe call', async () => {
+    calls.length = 0;
+    const live = await platform.newKey({ type: 'live' });
+    const res = await http('/v3/payments/process', { key: live, body: { amount: 1050, currency: 'HUF', payment_method: cardBody('4242424242424242') } });
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ code: 'validation_failed', errors: [{ path: 'amount', message: expect.stringContaining('whole units') }] });
+    expect(calls).toEqual([]);
+    // The sandbox (test mode) takes the same amount: the rule is Stripe's.
+    const test = await http('/v3/payments/process', { key: await platform.newKey(), body: { amount: 1050, currency: 'HUF', payment_method: cardBody('4242424242424242') } });
+    expect(test.body).toMatchObject({ status: 'succeeded', gateway: 'sandbox', amount: 1050 });
   });
 });

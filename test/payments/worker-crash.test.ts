@@ -1,30 +1,28 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { TestPlatform } from '../support/platform.ts';
 import { workerProcesses } from '../support/worker-processes.ts';
 import { cardBody, waitForPayment } from './support.ts';
+import { usePlatform, type Http } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
-let http: ReturnType<typeof client>;
+let http: Http;
 let key: string;
-// Long enough that the kill always lands while the charge is held in the gateway, even on a loaded machine.
-const SLOW_MS = '12000';
-const workers = workerProcesses(() => platform, { SANDBOX_GATEWAY_SLOW_CARD_MS: SLOW_MS });
+// The gateway holds the slow card's charge far longer than the kill takes, even on a loaded machine;
+// once the worker is dead the test ends the hold (the gateway answers), so nothing waits it out.
+const SLOW_MS = '60000';
+// The workers poll the payments queue only: all a payment needs.
+const workers = workerProcesses(() => platform, { SANDBOX_GATEWAY_SLOW_CARD_MS: SLOW_MS, WORKER_AREAS: 'payments' });
 
-beforeAll(async () => {
-  // No in-process worker: the workers are child processes this file can kill.
-  platform = await startTestPlatform({ env: { PAYMENTS_SYNC_WAIT_MS: '1000', SANDBOX_GATEWAY_SLOW_CARD_MS: SLOW_MS } });
-  http = client(platform.url);
-  key = await platform.newKey();
-});
-afterAll(async () => {
-  workers.killAll();
-  await platform?.close();
-});
+// No in-process worker: the workers are child processes this file can kill.
+usePlatform({ env: { PAYMENTS_SYNC_WAIT_MS: '1000', SANDBOX_GATEWAY_SLOW_CARD_MS: SLOW_MS } }, (t) => ({ platform, http, key } = t));
+afterAll(() => workers.killAll());
 
 describe('a worker killed mid-charge', () => {
   it('completes the payment once on another worker: one gateway charge, one event', async () => {
     const first = await workers.start();
+    // The replacement gets ready (but does not poll) while the first worker works and the charge
+    // it held times out.
+    const replacement = workers.standby();
     const res = await http('/v3/payments/process', { key, body: { amount: 5000, currency: 'USD', payment_method: cardBody('4000000000007775') } });
     expect(res.status).toBe(202);
     const id = res.body.id as string;
@@ -35,11 +33,12 @@ describe('a worker killed mid-charge', () => {
       if (Date.now() > deadline) throw new Error('the charge never reached the gateway');
       await new Promise((r) => setTimeout(r, 100));
     }
-    first.kill('SIGKILL');
-    await new Promise((r) => first.once('exit', r));
+    await workers.kill(first);
     expect((await http(`/v3/payments/${id}/status`, { key })).body.status).toBe('processing');
+    // The gateway finishes the charge it held; the worker that waited for the answer is gone.
+    await platform.sql('update sandbox_gateway_charges set completes_at = now() where idempotency_key = $1', [`${id}:charge`]);
 
-    await workers.start();
+    await replacement.start();
     const done = await waitForPayment(http, key, id, (p) => p.status !== 'processing', 45_000);
     expect(done.status).toBe('succeeded');
 

@@ -1,22 +1,28 @@
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import type { TestPlatform } from '../support/platform.ts';
+import { usePlatform } from '../support/use-platform.ts';
+import { maskDatabaseUrl, resolveDatabase } from '../../platform/local-database.ts';
 
 const exec = promisify(execFile);
 let platform: TestPlatform;
 
-beforeAll(async () => {
-  platform = await startTestPlatform();
-});
-afterAll(() => platform?.close());
+usePlatform({}, (t) => ({ platform } = t));
 
 /** Runs the CLI exactly as scripts do: `npm run --silent cli -- …`, against the test database. */
 async function cli(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  return cliWith({ DATABASE_URL: platform.dbUrl }, ...args);
+}
+
+async function cliWith(env: Record<string, string>, ...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   try {
     const { stdout, stderr } = await exec('npm', ['run', '--silent', 'cli', '--', ...args], {
-      env: { ...process.env, DATABASE_URL: platform.dbUrl, npm_config_loglevel: 'silent' },
+      env: { ...process.env, ...env, npm_config_loglevel: 'silent' },
     });
     return { stdout, stderr, code: 0 };
   } catch (err) {
@@ -76,5 +82,42 @@ describe('key management CLI', () => {
     expect(usage.stderr).toContain('--type must be one of: live, test, restricted');
     const unknown = await cli('keys', 'rotate');
     expect(unknown.code).toBe(2);
+  });
+});
+
+describe('the database the CLI uses', () => {
+  it('is resolved like `npm start`: an empty DATABASE_URL means the embedded server `npm start` runs under DATA_DIR', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'bp-cli-'));
+    try {
+      // What `npm start` records while its embedded server runs (here: pointing at this file's database).
+      writeFileSync(join(dataDir, 'postgres.json'), JSON.stringify({ url: platform.dbUrl, pid: process.pid }));
+      const created = await cliWith({ DATABASE_URL: '', DATA_DIR: dataDir }, 'accounts', 'create', '--name', 'Via start', '--json');
+      expect(created.code).toBe(0);
+      const account = JSON.parse(created.stdout);
+      expect(await platform.sql('select id from accounts where id = $1', [account.id])).toHaveLength(1);
+      expect(created.stderr).toContain(`database: ${maskDatabaseUrl(platform.dbUrl)} (embedded (running))`);
+
+      const resolved = await resolveDatabase({ DATABASE_URL: undefined, DATA_DIR: dataDir }, { advertise: false });
+      expect(resolved).toMatchObject({ url: platform.dbUrl, source: 'embedded (running)' });
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('names the database on stderr with the password masked, keeping --json stdout one JSON object', async () => {
+    const res = await cli('keys', 'list', '--json');
+    expect(res.code).toBe(0);
+    expect(JSON.parse(res.stdout).object).toBe('list');
+    expect(res.stderr).toContain(`database: ${maskDatabaseUrl(platform.dbUrl)} (DATABASE_URL)`);
+    const password = new URL(platform.dbUrl).password;
+    if (password) expect(res.stderr).not.toContain(password);
+    expect(maskDatabaseUrl('postgres://bp:s3cret@db.example:5432/bp')).toBe('postgres://bp:****@db.example:5432/bp');
+  });
+
+  it('refuses a malformed DATABASE_URL, as `npm start` does, instead of using another database', async () => {
+    const res = await cliWith({ DATABASE_URL: 'mysql://nope' }, 'keys', 'list', '--json');
+    expect(res.code).toBe(78);
+    expect(res.stderr).toContain('DATABASE_URL');
+    expect(res.stdout).toBe('');
   });
 });

@@ -23,6 +23,17 @@ describe('configuration from the environment', () => {
     expect((error as Error).message.split('\n')).toHaveLength(6);
   });
 
+  it('keeps live payments off the sandbox unless PAYMENTS_LIVE_SANDBOX=true, and wants a long CARD_FINGERPRINT_KEY', () => {
+    const defaults = loadConfig({});
+    expect(defaults.PAYMENTS_LIVE_SANDBOX).toBe(false);
+    expect(defaults.CARD_FINGERPRINT_KEY).toBeUndefined();
+    const error = (() => { try { loadConfig({ PAYMENTS_LIVE_GATEWAY: 'sandbox', CARD_FINGERPRINT_KEY: 'short' }); } catch (e) { return e; } })();
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems.map((p) => p.split('=')[0]).sort()).toEqual(['CARD_FINGERPRINT_KEY', 'PAYMENTS_LIVE_GATEWAY']);
+    expect((error as ConfigError).problems.join('\n')).toContain('PAYMENTS_LIVE_SANDBOX=true');
+    expect(loadConfig({ PAYMENTS_LIVE_GATEWAY: 'sandbox', PAYMENTS_LIVE_SANDBOX: 'true' })).toMatchObject({ PAYMENTS_LIVE_GATEWAY: 'sandbox', PAYMENTS_LIVE_SANDBOX: true });
+  });
+
   it('treats empty variables as unset', () => {
     expect(loadConfig({ PORT: '', ADMIN_TOKEN: '' }).PORT).toBe(3000);
   });

@@ -80,7 +80,8 @@ describe('npm start on embedded defaults', () => {
     expect(ready.body.checks).toEqual({ postgres: true, temporal: true, worker_polling: true });
 
     // The CLI finds the database `npm start` is running.
-    const { stdout } = await exec(process.execPath, [join(root, 'bin/cli.ts'), 'keys', 'create', '--name', 'first', '--type', 'test', '--json'], { env: env(ports) });
+    const { stdout, stderr } = await exec(process.execPath, [join(root, 'bin/cli.ts'), 'keys', 'create', '--name', 'first', '--type', 'test', '--json'], { env: env(ports) });
+    expect(stderr).toMatch(/database: postgres(ql)?:\/\/.*\/business_platform \(embedded \(running\)\)/);
     const key = JSON.parse(stdout).key as string;
     const created = await http('/v3/customers', { key, body: { email: 'newcomer@example.com', name: 'New Comer' } });
     expect(created.status).toBe(201);

@@ -5,7 +5,7 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { createOrm, migrate } from '../../db/orm.ts';
 import { buildWorkflowBundle } from '../../worker/worker.ts';
-import { withDatabase } from './db-url.ts';
+import { startThrowawayInfra, withDatabase } from '../../platform/throwaway-infra.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -22,37 +22,23 @@ declare module 'vitest' {
  * one started here) and the workflow bundle, built once.
  */
 export default async function setup(project: TestProject) {
-  const stops: (() => Promise<void>)[] = [];
   const work = mkdtempSync(join(tmpdir(), 'bp-test-'));
-
-  let adminDbUrl = process.env.TEST_DATABASE_URL;
-  if (!adminDbUrl) {
-    const { startEmbeddedPostgres } = await import('../../platform/embedded-postgres.ts');
-    const local = await startEmbeddedPostgres({ dataDir: join(work, 'pg'), persistent: false });
-    stops.push(local.stop);
-    adminDbUrl = local.url;
-  }
+  const { adminDbUrl, temporalAddress, stops } = await startThrowawayInfra({
+    databaseUrl: process.env.TEST_DATABASE_URL, temporalAddress: process.env.TEMPORAL_ADDRESS, workDir: work,
+  });
 
   const templateDb = `bp_template_${process.pid}`;
   const admin = new pg.Client({ connectionString: adminDbUrl });
   await admin.connect();
   await admin.query(`drop database if exists ${templateDb}`);
   await admin.query(`create database ${templateDb}`);
-  const orm = await createOrm({ url: withDatabase(adminDbUrl, templateDb), poolMax: 2 });
+  const orm = await createOrm({ url: withDatabase(adminDbUrl, templateDb), poolMax: 2, statementTimeoutMs: 0 });
   await migrate(orm);
   await orm.close(true);
   stops.push(async () => {
     await admin.query(`drop database if exists ${templateDb} with (force)`);
     await admin.end();
   });
-
-  let temporalAddress = process.env.TEMPORAL_ADDRESS;
-  if (!temporalAddress) {
-    const { startTemporalDevServer } = await import('../../platform/temporal-dev-server.ts');
-    const server = await startTemporalDevServer({ uiPort: null, logFile: join(work, 'temporal.log') });
-    stops.push(server.stop);
-    temporalAddress = server.address;
-  }
 
   const bundlePath = join(work, 'workflow-bundle.js');
   writeFileSync(bundlePath, (await buildWorkflowBundle()).code);

@@ -1,15 +1,19 @@
+import { permissionScopes } from '../../domain/registry.ts';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
+import type { RateLimitClock } from '../../api/http/admission.ts';
 import { startApiServer, type RunningApi } from '../../api/server.ts';
-import { createOrm, nativePool, type MikroORM } from '../../db/orm.ts';
+import { createOrm, type MikroORM } from '../../db/orm.ts';
+import { nativePool } from '../../db/pool.ts';
 import { createPaymentGateways, type PaymentGateways } from '../../domain/payments/gateways/index.ts';
 import { createAccount, createKey, type CreateKeyInput } from '../../domain/accounts/service.ts';
 import { loadConfig, type Config } from '../../platform/config.ts';
-import { createLogger } from '../../platform/logger.ts';
+import { createLogger, type LogDestinations } from '../../platform/logger.ts';
 import { createTemporalHandle, type TemporalHandle } from '../../platform/temporal.ts';
 import { startWorkers, type RunningWorkers } from '../../worker/worker.ts';
-import { withDatabase } from './db-url.ts';
+import { withDatabase } from '../../platform/throwaway-infra.ts';
+import type { AreaServices } from '../../platform/services.ts';
 
 export interface TestPlatform {
   url: string;
@@ -21,8 +25,15 @@ export interface TestPlatform {
   api: RunningApi;
   /** The gateways the API and worker share (the sandbox's outage switch is a test hook). */
   paymentGateways: PaymentGateways;
-  /** A second API process on the same database (its own ORM and pool). */
-  startSecondApi(): Promise<RunningApi>;
+  /** The clock the rate-limit windows are counted on, shared by every API of the platform (offset 0 unless a test shifts it). */
+  rateLimitClock: RateLimitClock;
+  /** The account `newKey` makes keys for unless told another. */
+  accountId: string;
+  /**
+   * A second API on the same database (its own ORM and pool); `dbUrl` and `temporalAddress` reach
+   * the same database and Temporal another way (through a test's proxy).
+   */
+  startSecondApi(opts?: { dbUrl?: string; temporalAddress?: string}): Promise<RunningApi>;
   newAccount(tier?: 'standard' | 'premium'): Promise<string>;
   newKey(input?: Partial<CreateKeyInput>): Promise<string>;
   sql<T extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
@@ -34,7 +45,16 @@ export interface TestPlatform {
  * its own task queues on the shared Temporal server, an API on a free port and (optionally) a
  * worker.
  */
-export async function startTestPlatform(opts: { env?: Record<string, string>; worker?: boolean } = {}): Promise<TestPlatform> {
+export interface TestPlatformOptions {
+  env?: Record<string, string>;
+  worker?: boolean;
+  /** Where log lines go (default stdout and stderr). */
+  log?: LogDestinations;
+  /** Services the worker uses instead of the areas' own (e.g. a webhook transport to a test's TLS receiver). */
+  workerServices?: Partial<AreaServices>;
+}
+
+export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise<TestPlatform> {
   const adminUrl = inject('adminDbUrl');
   const database = `bp_t_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
@@ -54,9 +74,12 @@ export async function startTestPlatform(opts: { env?: Record<string, string>; wo
   const config = loadConfig({
     LOG_LEVEL: 'warn', DATABASE_URL: dbUrl, TEMPORAL_ADDRESS: inject('temporalAddress'),
     TASK_QUEUE_PREFIX: taskQueuePrefix, ADMIN_TOKEN: 'test-admin-token-0123456789', REQUEST_LOG_FLUSH_MS: '100',
+    // A loaded 2-core test machine can take longer than production's 4 s for a busy workflow's first
+    // answer; the fault tests that measure the deadline set the production value themselves.
+    TEMPORAL_CALL_TIMEOUT_MS: '30000',
     ...opts.env,
   });
-  const logger = createLogger(config.LOG_LEVEL);
+  const logger = createLogger(config.LOG_LEVEL, {}, opts.log);
   const orm = await createOrm({ url: dbUrl, poolMax: 15 });
   const paymentGateways = createPaymentGateways(config, () => nativePool(orm));
   const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix });
@@ -64,26 +87,32 @@ export async function startTestPlatform(opts: { env?: Record<string, string>; wo
   if (opts.worker) {
     workers = await startWorkers({
       address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix, orm, logger,
-      bundle: { codePath: inject('bundlePath') }, config, paymentGateways,
+      bundle: { codePath: inject('bundlePath') }, config, services: { paymentGateways, ...opts.workerServices },
     });
   }
-  const api = await startApiServer({ config, orm, temporal, logger, port: 0, host: '127.0.0.1', paymentGateways });
-  const extra: { api: RunningApi; orm: MikroORM }[] = [];
+  const rateLimitClock: RateLimitClock = { offsetMs: 0 };
+  const api = await startApiServer({ config, orm, temporal, logger, port: 0, host: '127.0.0.1', services: { paymentGateways }, rateLimitClock });
+  const extra: { api: RunningApi; orm: MikroORM; temporal?: TemporalHandle }[] = [];
   const defaultAccountId = (await createAccount(orm, { name: 'Test account' })).id;
 
   return {
-    url: api.url, dbUrl, orm, temporal, config, taskQueuePrefix, api, paymentGateways,
-    async startSecondApi() {
-      const orm2 = await createOrm({ url: dbUrl, poolMax: 10 });
-      const api2 = await startApiServer({ config, orm: orm2, temporal, logger, port: 0, host: '127.0.0.1', paymentGateways });
-      extra.push({ api: api2, orm: orm2 });
+    url: api.url, dbUrl, orm, temporal, config, taskQueuePrefix, api, paymentGateways, rateLimitClock, accountId: defaultAccountId,
+    async startSecondApi(second = {}) {
+      const orm2 = await createOrm({ url: second.dbUrl ?? dbUrl, poolMax: 10 });
+      const temporal2 = second.temporalAddress
+        ? createTemporalHandle({ address: second.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix })
+        : undefined;
+      const api2 = await startApiServer({
+        config, orm: orm2, temporal: temporal2 ?? temporal, logger, port: 0, host: '127.0.0.1', services: { paymentGateways }, rateLimitClock,
+      });
+      extra.push({ api: api2, orm: orm2, temporal: temporal2 });
       return api2;
     },
     async newAccount(tier = 'standard') {
       return (await createAccount(orm, { name: `Account ${randomBytes(3).toString('hex')}`, tier })).id;
     },
     async newKey(input = {}) {
-      const key = await createKey(orm, { name: 'test key', type: 'test', accountId: defaultAccountId, ...input });
+      const key = await createKey(orm, { name: 'test key', type: 'test', accountId: defaultAccountId, ...input }, permissionScopes);
       return key.secret;
     },
     async sql(text, values) {
@@ -92,6 +121,7 @@ export async function startTestPlatform(opts: { env?: Record<string, string>; wo
     async close() {
       for (const e of extra) {
         await e.api.close();
+        await e.temporal?.close();
         await e.orm.close();
       }
       await api.close();

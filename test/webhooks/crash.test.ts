@@ -1,11 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
 import { recordEvent } from '../../domain/events/outbox.ts';
 import { scopedEm } from '../../domain/scope.ts';
+import { deliveryWorkflowId } from '../../workflows/webhooks/shared.ts';
 import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import type { TestPlatform } from '../support/platform.ts';
+import { workerProcesses, type StandbyWorker } from '../support/worker-processes.ts';
 import { eventually, startReceiver, type Receiver } from './support/receiver.ts';
+import { usePlatform } from '../support/use-platform.ts';
 
 /**
  * A worker killed (SIGKILL) while the receiver holds its request: Temporal runs the attempt again
@@ -13,39 +15,32 @@ import { eventually, startReceiver, type Receiver } from './support/receiver.ts'
  */
 const ENV = {
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_HEARTBEAT_TIMEOUT_MS: '1500', WEBHOOK_TIMEOUT_MS: '30000',
-  WEBHOOK_RETRY_SCHEDULE: '100ms', EVENT_DISPATCH_SWEEP_MS: '1000', LOG_LEVEL: 'error',
+  WEBHOOK_RETRY_SCHEDULE: '100ms', LOG_LEVEL: 'error',
+  // The dispatcher runs when a commit nudges it, not every second too: a kill does not land in one
+  // of its activities (lost with the worker, it would wait out a 20 s heartbeat timeout).
+  EVENT_DISPATCH_SWEEP_MS: '60000',
+  // A worker that dies during a workflow task (the first attempt is a local activity, run inside one;
+  // or the dispatcher's) is noticed after 4 s, not 10.
+  EVENT_WORKFLOW_TASK_TIMEOUT_MS: '4000',
 };
 let platform: TestPlatform;
 const receivers: Receiver[] = [];
-const children: ChildProcess[] = [];
+// The workers poll the queues of the outbox dispatcher (platform) and of deliveries (webhooks) only.
+const workers = workerProcesses(() => platform, { ...ENV, WORKER_AREAS: 'platform,webhooks' });
 const releases: (() => void)[] = [];
+/** The one worker polling; each test kills it and a standby (made ready ahead) takes over. */
+let current: ChildProcess;
+const standbys: StandbyWorker[] = [];
 
-async function startWorkerProcess(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./support/worker-process.ts', import.meta.url))], {
-    env: {
-      ...process.env, ...ENV, DATABASE_URL: platform.dbUrl, TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TASK_QUEUE_PREFIX: platform.taskQueuePrefix, WORKFLOW_BUNDLE_PATH: inject('bundlePath'),
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  children.push(child);
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (chunk.toString().includes('"ready":true')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`worker process exited (${code}) before it was ready`)));
-  });
-  return child;
-}
-
-beforeAll(async () => {
-  platform = await startTestPlatform({ worker: false, env: ENV });
+usePlatform({ worker: false, env: ENV }, async (t) => {
+  ({ platform } = t);
+  standbys.push(workers.standby(), workers.standby());
+  current = await workers.start();
 });
 afterAll(async () => {
   for (const release of releases) release();
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  workers.killAll();
   for (const r of receivers) await r.close();
-  await platform?.close();
 });
 
 describe('a worker that dies mid-delivery', () => {
@@ -64,7 +59,7 @@ describe('a worker that dies mid-delivery', () => {
     expect(created.status).toBe(201);
     receiver.secrets = [created.body.secret];
 
-    const worker = await startWorkerProcess();
+    const worker = current;
     const held = new Promise<void>((resolve) => {
       releases.push(resolve);
     });
@@ -76,10 +71,9 @@ describe('a worker that dies mid-delivery', () => {
     await em.flush();
 
     await receiver.waitFor(heldAt);
-    worker.kill('SIGKILL');
-    await new Promise((resolve) => worker.once('exit', resolve));
+    await workers.kill(worker);
 
-    const replacement = await startWorkerProcess();
+    current = await standbys.shift()!.start();
     const received = await receiver.waitFor(heldAt + 1, 40_000);
     expect(received.map((r) => r.headers['webhook-id'])).toEqual(Array(heldAt + 1).fill(event.id));
     expect(new Set(received.map((r) => r.body)).size).toBe(1);
@@ -90,13 +84,12 @@ describe('a worker that dies mid-delivery', () => {
       return res.body.deliveries?.[0]?.status === 'delivered' ? res.body.deliveries[0] : null;
     }, 30_000);
     expect(delivery).toMatchObject({ event_id: event.id, attempts: heldAt + 1, http_status: 200 });
-    // One delivery record for the (event, endpoint) pair, and nothing sent again afterwards.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // One delivery record for the (event, endpoint) pair, and nothing sent again: the delivery
+    // workflow has finished, so no attempt of it can still come.
+    await platform.temporal.client.workflow.getHandle(deliveryWorkflowId(event.id, created.body.id)).result();
     expect(receiver.received).toHaveLength(heldAt + 1);
     const rows = await platform.sql('select count(*)::int as n from webhook_deliveries where event_id = $1', [event.id]);
     expect(rows[0]!.n).toBe(1);
-    replacement.kill('SIGKILL');
-    await new Promise((resolve) => replacement.once('exit', resolve));
   }
 
   it('during a retry: the attempt runs again on a new worker, with the same webhook-id', () => killMidDelivery(true));

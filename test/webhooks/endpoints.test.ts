@@ -1,17 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestPlatform } from '../support/platform.ts';
+import { usePlatform, type Http } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
-let http: ReturnType<typeof client>;
+let http: Http;
 let key: string;
 
-beforeAll(async () => {
-  platform = await startTestPlatform({ env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } });
-  http = client(platform.url);
-  key = await platform.newKey();
-});
-afterAll(() => platform?.close());
+usePlatform({ env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } }, (t) => ({ platform, http, key } = t));
 
 const SECRET_24 = `whsec_${Buffer.alloc(24, 7).toString('base64')}`;
 

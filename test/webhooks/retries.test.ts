@@ -1,5 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startWebhookFixture, type WebhookFixture } from './support/fixture.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { TestPlatform } from '../support/platform.ts';
+import type { Http } from '../support/use-platform.ts';
+import { useWebhookFixture } from './support/fixture.ts';
+import { deliveryStarted } from './support/dispatch.ts';
 import { eventually } from './support/receiver.ts';
 
 /**
@@ -7,22 +10,17 @@ import { eventually } from './support/receiver.ts';
  * 100 ms (so three attempts in all), a 1 s attempt timeout; the production schedule is documented
  * in docs/webhooks.md and checked in units.test.ts.
  */
-let fx: WebhookFixture;
-let http: WebhookFixture['http'];
+let http: Http;
 let key: string;
-let receiver: WebhookFixture['receiver'];
-let endpointFor: WebhookFixture['endpointFor'];
-let emit: WebhookFixture['emit'];
-let delivery: WebhookFixture['delivery'];
+let platform: TestPlatform;
 const holds: (() => void)[] = [];
 
-beforeAll(async () => {
-  fx = await startWebhookFixture({ WEBHOOK_RETRY_SCHEDULE: '100ms,100ms', WEBHOOK_RETRY_JITTER: '0', WEBHOOK_TIMEOUT_MS: '1000', EVENT_DISPATCH_SWEEP_MS: '1000' });
-  ({ http, key, receiver, endpointFor, emit, delivery } = fx);
-});
-afterAll(async () => {
+const { receiver, endpointFor, emit, delivery } = useWebhookFixture(
+  { WEBHOOK_RETRY_SCHEDULE: '100ms,100ms', WEBHOOK_RETRY_JITTER: '0', WEBHOOK_TIMEOUT_MS: '1000', EVENT_DISPATCH_SWEEP_MS: '1000' },
+  (fx) => ({ http, key, platform } = fx),
+);
+afterAll(() => {
   for (const release of holds) release();
-  await fx?.close();
 });
 describe('retries', () => {
   it('retries a receiver that fails twice, then records it delivered after the third attempt, same webhook-id each time', async () => {
@@ -48,9 +46,10 @@ describe('retries', () => {
   it('gives up after the schedule, marks the endpoint failing and reports it as an event; a later success clears it', async () => {
     const r = await receiver();
     r.reply = () => ({ status: 503 });
-    const endpointId = await endpointFor(r);
+    // Subscribed to its own failing report too: the consumer must still leave it out.
+    const endpointId = await endpointFor(r, ['order.created', 'webhook_endpoint.failing']);
     const watcher = await receiver();
-    await endpointFor(watcher, ['webhook_endpoint.failing']);
+    const watcherId = await endpointFor(watcher, ['webhook_endpoint.failing']);
     const eventId = await emit('order.created');
     await r.waitFor(3);
     const d = await eventually(async () => {
@@ -66,8 +65,11 @@ describe('retries', () => {
     expect(endpoint.failing_since).toEqual(expect.any(String));
     const [report] = await watcher.waitFor(1);
     expect(report!.json).toMatchObject({ type: 'webhook_endpoint.failing', data: { object: { id: endpointId, status: 'failing' } } });
-    // Not sent to the failing endpoint itself.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Not sent to the failing endpoint itself: once the report is dispatched (to the watcher), no
+    // delivery of it to the failing endpoint was ever started.
+    const reportId = report!.headers['webhook-id'] as string;
+    expect(await deliveryStarted(platform, reportId, watcherId)).toBe(true);
+    expect(await deliveryStarted(platform, reportId, endpointId)).toBe(false);
     expect(r.received).toHaveLength(3);
     expect(r.received.every((x) => x.json.type === 'order.created')).toBe(true);
 
@@ -95,8 +97,9 @@ describe('retries', () => {
     expect(d).toMatchObject({ attempts: 1, http_status: 410, next_retry: null });
     const disabledEvents = await http('/v3/events?type=webhook_endpoint.disabled', { key });
     expect(disabledEvents.body.data.some((e: any) => e.data.object.id === endpointId)).toBe(true);
-    await emit('order.created');
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // A disabled endpoint is not planned at all: the next event is dispatched without a delivery to it.
+    const next = await emit('order.created');
+    expect(await deliveryStarted(platform, next, endpointId)).toBe(false);
     expect(r.received).toHaveLength(1);
     const replay = await http(`/v3/webhooks/${endpointId}/deliveries/${d.id}/retry`, { key, method: 'POST' });
     expect(replay.status).toBe(409);
@@ -107,6 +110,10 @@ describe('retries', () => {
     const r = await receiver();
     r.reply = (req) => (req.n === 1 ? { status: 429, headers: { 'retry-after': '3600' } } : { status: 200 });
     const endpointId = await endpointFor(r);
+    // The same event to an endpoint retried on the schedule: its retries mark the time r's would have come.
+    const marker = await receiver();
+    marker.reply = (req) => (req.n <= 2 ? { status: 500 } : { status: 200 });
+    await endpointFor(marker);
     const eventId = await emit('order.created');
     const [first] = await r.waitFor(1);
     const d = await eventually(async () => {
@@ -116,8 +123,8 @@ describe('retries', () => {
     const wait = Date.parse(d.next_retry) - first!.at;
     expect(wait).toBeGreaterThan(3600_000 - 5000);
     expect(wait).toBeLessThan(3600_000 + 5000);
-    // The 150 ms schedule would have retried by now; Retry-After holds it back.
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    // The schedule retried the marker twice (two 100 ms waits); Retry-After holds r back.
+    await marker.waitFor(3);
     expect(r.received).toHaveLength(1);
 
     // A manual retry cuts the wait short (same workflow, same webhook-id).

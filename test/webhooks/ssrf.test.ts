@@ -1,23 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import type { TestPlatform } from '../support/platform.ts';
 import { newId } from '../../platform/ids.ts';
-import { startWebhookFixture, type WebhookFixture } from './support/fixture.ts';
+import type { Http } from '../support/use-platform.ts';
+import { useWebhookFixture } from './support/fixture.ts';
 import { eventually } from './support/receiver.ts';
 
 /** The SSRF guard when deliveries are attempted (at creation: endpoints.test.ts; the rules: units.test.ts). */
-let fx: WebhookFixture;
-let platform: WebhookFixture['platform'];
-let http: WebhookFixture['http'];
+let platform: TestPlatform;
+let http: Http;
 let accountId: string;
-let receiver: WebhookFixture['receiver'];
-let endpointFor: WebhookFixture['endpointFor'];
-let emit: WebhookFixture['emit'];
-let delivery: WebhookFixture['delivery'];
 
-beforeAll(async () => {
-  fx = await startWebhookFixture({ WEBHOOK_RETRY_SCHEDULE: '100ms,100ms', WEBHOOK_RETRY_JITTER: '0', WEBHOOK_TIMEOUT_MS: '1000' });
-  ({ platform, http, accountId, receiver, endpointFor, emit, delivery } = fx);
-});
-afterAll(() => fx?.close());
+const { receiver, endpointFor, emit, delivery } = useWebhookFixture(
+  { WEBHOOK_RETRY_SCHEDULE: '100ms,100ms', WEBHOOK_RETRY_JITTER: '0', WEBHOOK_TIMEOUT_MS: '1000' },
+  (fx) => ({ platform, http, accountId } = fx),
+);
 describe('the SSRF guard at delivery time', () => {
   it('does not follow redirects: a 3xx is a failed attempt and the redirect target is never contacted', async () => {
     const target = await receiver();

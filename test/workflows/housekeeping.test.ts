@@ -1,14 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { housekeepingWorkflow } from '../../workflows/index.ts';
+import { describe, expect, it } from 'vitest';
+import { housekeepingWorkflow } from '../../workflows/platform/index.ts';
 import { client } from '../support/http.ts';
-import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import type { TestPlatform } from '../support/platform.ts';
+import { usePlatform } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
 
-beforeAll(async () => {
-  platform = await startTestPlatform({ worker: true });
-});
-afterAll(() => platform?.close());
+usePlatform({ worker: true }, (t) => ({ platform } = t));
 
 describe('housekeeping workflow', () => {
   it('purges expired idempotency records, old rate-limit windows and old request logs, and nothing else', async () => {

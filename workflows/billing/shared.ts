@@ -4,17 +4,14 @@
  * ORM or activity imports, since the workflow imports it.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { CardOnFile } from '../../domain/payments/cards.ts';
-import type { GatewayName } from '../../domain/payments/gateways/types.ts';
+import type { z } from 'zod';
+import type { invoiceSchema, subscriptionSchema } from '../../domain/billing/schemas.ts';
+import { divideHalfEven } from '../../domain/money.ts';
+import type { CardOnFile, GatewayName } from '../../domain/payments/public.ts';
+import { workflowIds } from '../kit/ids.ts';
 
-export const BILLING_QUEUE_AREA = 'billing';
-
-export function subscriptionWorkflowId(subscriptionId: string): string {
-  return `subscription-${subscriptionId}`;
-}
-export function subscriptionIdFromWorkflowId(workflowId: string): string | null {
-  return workflowId.startsWith('subscription-') ? workflowId.slice('subscription-'.length) : null;
-}
+/** `subscription-sub_…`. */
+export const subscriptionWorkflowId = workflowIds('subscription').id;
 
 export const INTERVALS = ['monthly', 'quarterly', 'yearly'] as const;
 export type Interval = (typeof INTERVALS)[number];
@@ -101,6 +98,8 @@ export interface SubscriptionState {
   trialEnd: number | null;
   cancelAtPeriodEnd: boolean;
   canceledAt: number | null;
+  /** The Idempotency-Key of the request that canceled it (or asked to at the period end). */
+  canceledBy?: string | null;
   pausedAt: number | null;
   resumesAt: number | null;
   /** Open invoices that failed collection, retried on the dunning schedule. */
@@ -117,68 +116,10 @@ export interface SubscriptionState {
   runs: number;
 }
 
-export interface SubscriptionView {
-  id: string;
-  object: 'subscription';
-  livemode: boolean;
-  customer_id: string;
-  plan_id: string;
-  billing_cycle: BillingCycle;
-  status: SubscriptionStatus;
-  auto_collection: boolean;
-  days_until_due: number;
-  trial_end: string | null;
-  current_period_start: string;
-  current_period_end: string;
-  next_invoice_date: string | null;
-  cancel_at_period_end: boolean;
-  canceled_at: string | null;
-  paused_at: string | null;
-  resumes_at: string | null;
-  tax_jurisdiction: string | null;
-  test_clock: string | null;
-  payment_method: { type: 'card'; card: { brand: string; last4: string; exp_month: number; exp_year: number } } | null;
-  workflow_id: string;
-  metadata: Record<string, string>;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface InvoiceLineItem {
-  type: 'subscription' | 'usage' | 'proration';
-  description: string;
-  quantity: string;
-  unit_amount: string | null;
-  amount: number;
-  period: { start: string; end: string };
-  tax_amounts: { tax_rate_id: string; amount: number }[];
-}
-
-export interface InvoiceView {
-  id: string;
-  object: 'invoice';
-  livemode: boolean;
-  customer_id: string;
-  subscription_id: string;
-  status: 'open' | 'paid' | 'uncollectible' | 'void';
-  currency: string;
-  subtotal: number;
-  tax: number;
-  amount: number;
-  amount_due: number;
-  amount_paid: number;
-  due_date: string;
-  period_start: string;
-  period_end: string;
-  line_items: InvoiceLineItem[];
-  taxes: { tax_rate_id: string; name: string; jurisdiction: string; percentage: string; taxable_amount: number; amount: number }[];
-  payment_method: string | null;
-  auto_collection: boolean;
-  attempt_count: number;
-  last_payment_id: string | null;
-  paid_at: string | null;
-  created_at: string;
-}
+/** The Subscription and Invoice resources: inferred from their schemas (domain/billing/schemas.ts). */
+export type SubscriptionView = z.output<typeof subscriptionSchema>;
+export type InvoiceView = z.output<typeof invoiceSchema>;
+export type InvoiceLineItem = InvoiceView['line_items'][number];
 
 /** The row as the workflow sees it; the activity writes it (with an event) only if `version` is newer. */
 export interface SubscriptionSnapshot {
@@ -217,7 +158,11 @@ export type TransitionResult = SubscriptionView;
 export const awaitSubscriptionRecordedUpdate = defineUpdate<SubscriptionView, []>('awaitSubscriptionRecorded');
 export const pauseSubscriptionUpdate = defineUpdate<SubscriptionView, [{ resumesAt: number | null; requestId: string | null }]>('pauseSubscription');
 export const resumeSubscriptionUpdate = defineUpdate<SubscriptionView, [{ requestId: string | null }]>('resumeSubscription');
-export const cancelSubscriptionUpdate = defineUpdate<SubscriptionView, [{ atPeriodEnd: boolean; requestId: string | null }]>('cancelSubscription');
+export const cancelSubscriptionUpdate = defineUpdate<SubscriptionView, [{
+  atPeriodEnd: boolean; requestId: string | null;
+  /** The request's Idempotency-Key: kept as `canceledBy`, so a retry of the cancel after a lost answer succeeds. */
+  idempotencyKey?: string | null;
+}]>('cancelSubscription');
 export const changePlanUpdate = defineUpdate<SubscriptionView, [{ plan: PlanSnapshot; prorate: boolean; requestId: string | null }]>('changePlan');
 /** A new card for collections (tokenized by the API first); the next attempt uses it. */
 export const updatePaymentMethodUpdate = defineUpdate<SubscriptionView, [{ card: CardOnFile; gateway: GatewayName; requestId: string | null }]>('updatePaymentMethod');
@@ -233,9 +178,6 @@ export interface SubscriptionProgress {
   collecting: boolean;
 }
 export const subscriptionProgressQuery = defineQuery<SubscriptionProgress>('subscriptionProgress');
-
-/** Application failure type for a refused transition (the API maps it to 409). */
-export const INVALID_TRANSITION = 'InvalidStateTransition';
 
 /** Which transitions each update accepts, from each status. */
 export const TRANSITIONS = {
@@ -270,21 +212,10 @@ export function periodEndAt(anchor: number, cycle: BillingCycle, index: number):
   return addMonths(anchor, monthsOf(cycle) * index);
 }
 
-/** round(numerator / denominator) half-even, on bigints (no binary floats for money). */
-export function divHalfEven(numerator: bigint, denominator: bigint): bigint {
-  const negative = (numerator < 0n) !== (denominator < 0n);
-  const n = numerator < 0n ? -numerator : numerator;
-  const d = denominator < 0n ? -denominator : denominator;
-  let q = n / d;
-  const twice = (n % d) * 2n;
-  if (twice > d || (twice === d && q % 2n === 1n)) q += 1n;
-  return negative ? -q : q;
-}
-
 /** The share of `amount` for the `remainingMs` of a period of `totalMs`, rounded half-even. */
 export function prorate(amount: number, remainingMs: number, totalMs: number): number {
   if (totalMs <= 0) return 0;
-  return Number(divHalfEven(BigInt(amount) * BigInt(Math.max(0, Math.min(remainingMs, totalMs))), BigInt(totalMs)));
+  return Number(divideHalfEven(BigInt(amount) * BigInt(Math.max(0, Math.min(remainingMs, totalMs))), BigInt(totalMs)));
 }
 
 export function isoDay(ms: number): string {

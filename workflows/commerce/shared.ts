@@ -3,19 +3,12 @@
  * workflows import it.
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
-
-export const COMMERCE_AREA = 'commerce' as const;
-
-const ORDER_WORKFLOW_PREFIX = 'order-';
+import type { Address, OrderLine } from '../../domain/commerce/entities.ts';
+import type { OrderView } from '../../domain/commerce/orders.ts';
+import { workflowIds } from '../kit/ids.ts';
 
 /** `order-ord_…`: readable and deterministic, so a retried start never runs a second workflow. */
-export function orderWorkflowId(orderId: string): string {
-  return `${ORDER_WORKFLOW_PREFIX}${orderId}`;
-}
-
-export function orderIdFromWorkflowId(workflowId: string): string | null {
-  return workflowId.startsWith(ORDER_WORKFLOW_PREFIX) ? workflowId.slice(ORDER_WORKFLOW_PREFIX.length) : null;
-}
+export const orderWorkflowId = workflowIds('order').id;
 
 export interface OrderRef {
   orderId: string;
@@ -23,11 +16,31 @@ export interface OrderRef {
   livemode: boolean;
 }
 
-export interface OrderWorkflowInput extends OrderRef {
+/**
+ * An order as the API checked and priced it, before anything is written: the workflow's input.
+ * Its first activity reserves the stock and writes the row from it.
+ */
+export interface OrderDraft extends OrderRef {
+  storeId: string;
   customerId: string;
+  currency: string;
+  /** Priced lines, without allocations (the reservation makes them). */
+  lines: Omit<OrderLine, 'allocations'>[];
+  /** SKUs whose stock is tracked (reserved); the others are sold without a reservation. */
+  trackedSkus: string[];
+  total: number;
+  shippingAddress: Address;
+  paymentStatus: 'unpaid' | 'paid';
+  paymentId: string | null;
+  metadata: Record<string, string>;
+  /** ISO timestamp of the request: the order's `created_at`. */
+  placedAt: string;
   /** ISO timestamp: when fulfilment counts as delayed (`order.fulfillment.delayed`). */
   fulfillmentDeadline: string;
+  requestId: string | null;
 }
+
+export type OrderWorkflowInput = OrderDraft;
 
 export type OrderWorkflowStatus = 'processing' | 'fulfilled' | 'canceled';
 
@@ -36,22 +49,25 @@ export interface OrderWorkflowState {
   fulfillment: 'pending' | 'delayed' | 'fulfilled' | 'canceled';
   /** True while an update's activity is running (a second transition waits for it). */
   busy: boolean;
+  /** The Idempotency-Key that applied each transition, so a retry of it answers success, not 409. */
+  appliedKeys?: Partial<Record<'fulfill' | 'cancel', string>>;
 }
 
 export interface FulfillOrderInput {
   trackingNumber: string | null;
   carrier: string | null;
   requestId: string | null;
+  idempotencyKey?: string | null;
 }
 
 export interface CancelOrderInput {
   reason: string | null;
   requestId: string | null;
+  idempotencyKey?: string | null;
 }
 
-/** Failure type (ApplicationFailure.type) for a transition the order's state does not allow. */
-export const INVALID_TRANSITION = 'invalid_state_transition';
-
+/** Sent with the workflow's start (update-with-start): answers with the order once its row is written, or the refusal. */
+export const orderCreatedUpdate = defineUpdate<OrderView, []>('orderCreated');
 export const fulfillOrderUpdate = defineUpdate<OrderWorkflowState, [FulfillOrderInput]>('fulfillOrder');
 export const cancelOrderUpdate = defineUpdate<OrderWorkflowState, [CancelOrderInput]>('cancelOrder');
 export const orderStateQuery = defineQuery<OrderWorkflowState>('orderState');

@@ -1,5 +1,5 @@
 import { proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { CrmActivities } from '../../activities/crm.ts';
+import type { CrmActivities } from '../../activities/crm/index.ts';
 import type { ActionResult, AutomationRunInput } from './shared.ts';
 
 const acts = proxyActivities<CrmActivities>({

@@ -4,8 +4,6 @@
  */
 import type { ActionResult, RuleAction } from '../../domain/crm/entities.ts';
 
-export const CRM_AREA = 'crm' as const;
-
 /** One run per (rule, event): deterministic, so an event dispatched twice fires a rule once. */
 export function automationWorkflowId(ruleId: string, eventId: string): string {
   return `crm-automation-${ruleId}-${eventId}`;

@@ -1,28 +1,16 @@
-import { ApplicationFailure, allHandlersFinished, condition, proxyActivities, setHandler, log } from '@temporalio/workflow';
-import type { PaymentActivities } from '../../activities/payments.ts';
+import { allHandlersFinished, condition, proxyActivities, setHandler, log, type ApplicationFailure } from '@temporalio/workflow';
+import type { PaymentActivities } from '../../activities/payments/index.ts';
+import { REFUSALS, refuse } from '../kit/failures.ts';
 import {
-  PAYMENT_FAILURES, awaitPaymentOutcomeUpdate, type PaymentView, type PaymentWorkflowInput,
+  DB_STEPS, GATEWAY_STEPS, awaitPaymentOutcomeUpdate, type PaymentView, type PaymentWorkflowInput,
 } from './shared.ts';
+import { recordStatus } from '../kit/search-attributes.ts';
 
-/** Database steps: short, retried quickly. */
-const db = proxyActivities<PaymentActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
-});
-
-/**
- * Gateway steps: an outage keeps the payment `processing` while the call is retried with
- * exponential backoff (1 s doubling to 5 min) for up to a day; every retry carries the same
- * gateway idempotency key. The heartbeat timeout notices a worker that died mid-call.
- */
+const db = proxyActivities<PaymentActivities>(DB_STEPS);
+/** A gateway's rejection of the charge is final: not retried. */
 const gateway = proxyActivities<PaymentActivities>({
-  startToCloseTimeout: '2 minutes',
-  heartbeatTimeout: '5 seconds',
-  scheduleToCloseTimeout: '24 hours',
-  retry: {
-    initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes',
-    nonRetryableErrorTypes: [PAYMENT_FAILURES.gatewayRejected],
-  },
+  ...GATEWAY_STEPS,
+  retry: { ...GATEWAY_STEPS.retry, nonRetryableErrorTypes: [REFUSALS.gatewayRejected] },
 });
 
 const TERMINAL = new Set<PaymentView['status']>(['succeeded', 'failed', 'partially_refunded', 'refunded']);
@@ -49,7 +37,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
   try {
     view = await db.recordPayment(input);
   } catch (err) {
-    rejected = ApplicationFailure.nonRetryable('The payment could not be recorded.', PAYMENT_FAILURES.duplicatePayment, String(err));
+    rejected = refuse(REFUSALS.duplicatePayment, 'The payment could not be recorded.', { cause: String(err) });
     await condition(allHandlersFinished);
     throw rejected;
   }
@@ -71,6 +59,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
     view = await runTransfers(input, view, ref);
   }
 
+  recordStatus(view.status);
   finished = TERMINAL.has(view.status);
   await condition(allHandlersFinished);
   return view;

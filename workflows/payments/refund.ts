@@ -1,18 +1,9 @@
 import { allHandlersFinished, condition, proxyActivities, setHandler } from '@temporalio/workflow';
-import type { PaymentActivities } from '../../activities/payments.ts';
-import { awaitRefundOutcomeUpdate, type RefundOutcome, type RefundWorkflowInput } from './shared.ts';
+import type { PaymentActivities } from '../../activities/payments/index.ts';
+import { DB_STEPS, GATEWAY_STEPS, awaitRefundOutcomeUpdate, type RefundOutcome, type RefundWorkflowInput } from './shared.ts';
 
-const db = proxyActivities<PaymentActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
-});
-
-const gateway = proxyActivities<PaymentActivities>({
-  startToCloseTimeout: '2 minutes',
-  heartbeatTimeout: '5 seconds',
-  scheduleToCloseTimeout: '24 hours',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
-});
+const db = proxyActivities<PaymentActivities>(DB_STEPS);
+const gateway = proxyActivities<PaymentActivities>(GATEWAY_STEPS);
 
 /**
  * One refund (`refund-re_…`): reserve the amount atomically against what remains on the payment,

@@ -2,24 +2,17 @@
  * What crosses the layers for the payments area: pure (no Node, ORM or activity imports), since
  * workflows import it. Card data here is only ever the gateway token, brand, last4 and expiry.
  */
-import { defineUpdate } from '@temporalio/workflow';
+import { defineUpdate, type ActivityOptions } from '@temporalio/workflow';
+import type { z } from 'zod';
+import type { paymentSchema, refundSchema, transferSchema } from '../../domain/payments/schemas.ts';
 import type { CardOnFile } from '../../domain/payments/cards.ts';
 import type { GatewayName } from '../../domain/payments/gateways/types.ts';
+import { workflowIds } from '../kit/ids.ts';
 
-export const PAYMENTS_QUEUE_AREA = 'payments';
-
-export function paymentWorkflowId(paymentId: string): string {
-  return `payment-${paymentId}`;
-}
-export function paymentIdFromWorkflowId(workflowId: string): string | null {
-  return workflowId.startsWith('payment-') ? workflowId.slice('payment-'.length) : null;
-}
-export function refundWorkflowId(refundId: string): string {
-  return `refund-${refundId}`;
-}
-export function refundIdFromWorkflowId(workflowId: string): string | null {
-  return workflowId.startsWith('refund-') ? workflowId.slice('refund-'.length) : null;
-}
+/** `payment-pay_…`. */
+export const paymentWorkflowId = workflowIds('payment').id;
+/** `refund-re_…`. */
+export const refundWorkflowId = workflowIds('refund').id;
 
 /** Gateway idempotency keys, derived from our own ids so every retry reaches the gateway as the same call. */
 export const gatewayKeys = {
@@ -34,6 +27,9 @@ export interface SplitTransferPlan {
   destination: string;
   amount: number;
 }
+
+/** The payment workflow's signature, for areas that run it as a child (billing's collections). */
+export type PaymentWorkflow = (input: PaymentWorkflowInput) => Promise<PaymentView>;
 
 export interface PaymentWorkflowInput {
   paymentId: string;
@@ -61,60 +57,10 @@ export interface PaymentWorkflowInput {
   };
 }
 
-export interface TransferView {
-  id: string;
-  object: 'transfer';
-  destination: string;
-  amount: number;
-  currency: string;
-  status: 'pending' | 'paid' | 'failed' | 'reversed' | 'canceled';
-  failure: { code: string; message: string } | null;
-}
-
-/** The Payment status resource. */
-export interface PaymentView {
-  id: string;
-  object: 'payment';
-  livemode: boolean;
-  status: 'processing' | 'succeeded' | 'failed' | 'partially_refunded' | 'refunded';
-  amount: number;
-  amount_refunded: number;
-  currency: string;
-  gateway: string;
-  created: string;
-  created_at: string;
-  updated_at: string;
-  customer_id: string | null;
-  description: string | null;
-  fraud_protection: boolean;
-  payment_method: { type: 'card'; card: { brand: string; last4: string; exp_month: number; exp_year: number } };
-  risk_score: number | null;
-  settlement: { expected_date: string | null; fees: number | null };
-  failure: { code: string; decline_code: string | null; message: string } | null;
-  workflow_id: string;
-  metadata: Record<string, string>;
-  split?: {
-    status: 'pending' | 'completed' | 'reversed' | 'canceled';
-    platform_fee: number;
-    rounding_remainder: number;
-    transfers: TransferView[];
-  };
-}
-
-export interface RefundView {
-  id: string;
-  object: 'refund';
-  livemode: boolean;
-  payment_id: string;
-  amount: number;
-  currency: string;
-  status: 'pending' | 'succeeded' | 'failed';
-  reason: string | null;
-  failure_message: string | null;
-  workflow_id: string | null;
-  metadata: Record<string, string>;
-  created_at: string;
-}
+/** The Transfer, Payment and Refund resources: inferred from their schemas (domain/payments/schemas.ts). */
+export type TransferView = z.output<typeof transferSchema>;
+export type PaymentView = z.output<typeof paymentSchema>;
+export type RefundView = z.output<typeof refundSchema>;
 
 export interface RefundWorkflowInput {
   refundId: string;
@@ -141,8 +87,27 @@ export type RefundOutcome =
 export const awaitPaymentOutcomeUpdate = defineUpdate<PaymentView, [{ waitMs: number }]>('awaitPaymentOutcome');
 export const awaitRefundOutcomeUpdate = defineUpdate<RefundOutcome, [{ waitMs: number }]>('awaitRefundOutcome');
 
-/** Application failure types the payment activities raise (not retried by Temporal). */
-export const PAYMENT_FAILURES = {
-  gatewayRejected: 'GatewayRejected',
-  duplicatePayment: 'DuplicatePayment',
-} as const;
+/** Activity options of the payment and refund workflows' database steps: short, retried quickly. */
+/**
+ * Activity options of database steps. A refusal (a 4xx ApiError) is not retried: the workers'
+ * activity interceptor makes it non-retryable (worker/activity-refusals.ts). No attempt limit
+ * otherwise, on purpose: what is retried is an outage, and giving up would leave a payment or refund
+ * `processing` (money possibly moved at the gateway) with nobody to record its outcome; it resumes
+ * when the database is back. The gateway steps below are bounded by their 24 h schedule-to-close.
+ */
+export const DB_STEPS = {
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+} satisfies ActivityOptions;
+
+/**
+ * Activity options of gateway steps: an outage keeps the payment or refund `processing` while the
+ * call is retried with exponential backoff (1 s doubling to 5 min) for up to a day; every retry
+ * carries the same gateway idempotency key. The heartbeat timeout notices a worker that died mid-call.
+ */
+export const GATEWAY_STEPS = {
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '5 seconds',
+  scheduleToCloseTimeout: '24 hours',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
+} satisfies ActivityOptions;

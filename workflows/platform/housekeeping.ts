@@ -1,5 +1,5 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type { PlatformActivities } from '../../activities/platform.ts';
+import type { PlatformActivities } from '../../activities/platform/index.ts';
 import type { HousekeepingInput, HousekeepingResult } from './shared.ts';
 
 const { purgeExpiredRecords } = proxyActivities<PlatformActivities>({

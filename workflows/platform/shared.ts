@@ -1,3 +1,8 @@
+import { defineSignal } from '@temporalio/workflow';
+import type { DispatchBatchResult } from '../../domain/events/consumers.ts';
+
+export type { DispatchBatchResult };
+
 /**
  * What crosses the layers for the platform area: pure (no Node, ORM or activity imports), since
  * workflows import it.
@@ -15,3 +20,18 @@ export interface HousekeepingResult {
   rateLimitWindows: number;
   requestLogs: number;
 }
+
+/** One dispatcher per deployment (per task-queue prefix, so test files sharing a server each have theirs). */
+export function dispatcherWorkflowId(taskQueuePrefix: string): string {
+  return `${taskQueuePrefix}event-dispatcher`;
+}
+
+export interface DispatcherInput {
+  /** How long the dispatcher waits for a nudge before sweeping the outbox anyway. */
+  sweepMs: number;
+  batchSize: number;
+}
+
+
+/** A transaction that wrote events has committed: dispatch now rather than at the next sweep. */
+export const nudgeDispatcherSignal = defineSignal('nudge');

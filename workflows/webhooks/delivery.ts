@@ -1,5 +1,5 @@
 import { condition, proxyActivities, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { WebhookActivities } from '../../activities/webhooks.ts';
+import type { WebhookActivities } from '../../activities/webhooks/index.ts';
 import { retryNowSignal, type AttemptInput, type AttemptResult, type DeliveryInput, type DeliveryResult, type DeliverySettings } from './shared.ts';
 
 /**
@@ -33,7 +33,9 @@ export async function webhookDeliveryWorkflow(input: DeliveryInput): Promise<Del
       startToCloseTimeout: settings.timeoutMs + 30_000,
       heartbeatTimeout: settings.heartbeatTimeoutMs,
       // Only for infrastructure failures (database down, worker lost): the receiver's failures are
-      // outcomes of a successful activity, retried on the delivery schedule below.
+      // outcomes of a successful activity, retried on the delivery schedule below. No attempt limit,
+      // on purpose: giving up would end the delivery without its outcome recorded; a refusal (4xx
+      // ApiError, e.g. the endpoint deleted) is not retried (worker/activity-refusals.ts).
       retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
     });
     return attemptDelivery(attempt);

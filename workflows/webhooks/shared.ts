@@ -1,7 +1,7 @@
 import { defineSignal } from '@temporalio/workflow';
 
 /**
- * What crosses the layers for webhooks and the event dispatcher: workflow ids, inputs, results
+ * What crosses the layers for webhooks: workflow ids, inputs, results
  * and messages. Pure (no Node, ORM or activity imports), since workflows import it.
  */
 export const WEBHOOKS_AREA = 'webhooks' as const;
@@ -9,16 +9,6 @@ export const WEBHOOKS_AREA = 'webhooks' as const;
 /** `webhook-delivery-evt_…-whk_…`: one delivery workflow per (event, endpoint). */
 export function deliveryWorkflowId(eventId: string, endpointId: string): string {
   return `webhook-delivery-${eventId}-${endpointId}`;
-}
-
-export function parseDeliveryWorkflowId(workflowId: string): { eventId: string; endpointId: string } | null {
-  const m = /^webhook-delivery-(evt_[0-9a-z]+)-(whk_[0-9a-z]+)$/.exec(workflowId);
-  return m ? { eventId: m[1]!, endpointId: m[2]! } : null;
-}
-
-/** One dispatcher per deployment (per task-queue prefix, so test files sharing a server each have theirs). */
-export function dispatcherWorkflowId(taskQueuePrefix: string): string {
-  return `${taskQueuePrefix}event-dispatcher`;
 }
 
 /**
@@ -70,21 +60,3 @@ export interface DeliveryResult {
 
 /** Makes a waiting delivery try again at once (manual retry). */
 export const retryNowSignal = defineSignal('retryNow');
-
-export interface DispatcherInput {
-  /** How long the dispatcher waits for a nudge before sweeping the outbox anyway. */
-  sweepMs: number;
-  batchSize: number;
-}
-
-export interface DispatchBatchResult {
-  events: number;
-  started: number;
-  alreadyStarted: number;
-  failed: number;
-  /** A full batch was read: there may be more. */
-  more: boolean;
-}
-
-/** A transaction that wrote events has committed: dispatch now rather than at the next sweep. */
-export const nudgeDispatcherSignal = defineSignal('nudge');

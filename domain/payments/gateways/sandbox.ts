@@ -1,10 +1,11 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Pool } from 'pg';
+import { installationSecret } from '../../../db/installation-settings.ts';
 import { cardBrand, fullExpiryYear, last4, normalizeCardNumber, type CardInput, type CardOnFile } from '../cards.ts';
-import { exponent } from '../../money.ts';
+import { divideHalfEven, exponent } from '../../money.ts';
 import {
   GatewayRejectedError, GatewayUnavailableError,
-  type ChargeRequest, type ChargeResult, type PaymentGateway, type RefundRequest, type TransferRequest, type TransferResult,
+  type ChargeRequest, type ChargeResult, type PaymentGateway, type RefundRequest, type ReversalRequest, type TransferRequest, type TransferResult,
 } from './types.ts';
 
 /**
@@ -52,9 +53,17 @@ export interface SandboxOptions {
   feeFixed: number;
   slowCardMs: number;
   riskBlockThreshold: number;
+  /**
+   * The HMAC key of card fingerprints (CARD_FINGERPRINT_KEY); null: the installation's own key,
+   * generated once and kept in the database (`installation_settings`, name `card_fingerprint_key`).
+   */
+  fingerprintKey: string | null;
 }
 
-export const SANDBOX_DEFAULTS: SandboxOptions = { feePercent: '2.9', feeFixed: 30, slowCardMs: 10_000, riskBlockThreshold: 75 };
+export const SANDBOX_DEFAULTS: SandboxOptions = { feePercent: '2.9', feeFixed: 30, slowCardMs: 10_000, riskBlockThreshold: 75, fingerprintKey: null };
+
+/** The `installation_settings` row holding the generated fingerprint key. */
+export const FINGERPRINT_KEY_SETTING = 'card_fingerprint_key';
 
 type ChargeRow = {
   id: string;
@@ -67,14 +76,12 @@ type ChargeRow = {
   created_at: Date;
 };
 
-/** Fixed key: sandbox fingerprints only need to be stable, not secret from the sandbox itself. */
-const FINGERPRINT_KEY = 'business-platform-sandbox-gateway';
-
 export class SandboxGateway implements PaymentGateway {
   readonly name = 'sandbox' as const;
   readonly options: SandboxOptions;
   private readonly getPool: () => Promise<Pool>;
   private outage = false;
+  private fingerprintKey: Promise<string> | undefined;
 
   constructor(pool: () => Promise<Pool>, options: Partial<SandboxOptions> = {}) {
     this.getPool = pool;
@@ -94,6 +101,21 @@ export class SandboxGateway implements PaymentGateway {
     if (this.outage) throw new GatewayUnavailableError('The sandbox gateway is unavailable (simulated outage).');
   }
 
+  /**
+   * Card fingerprints are an HMAC of the number, so they can be compared without keeping the
+   * number; the key must stay secret (a known key turns a fingerprint back into the number by
+   * trying the few card numbers a BIN and last4 leave), so it never comes from the source.
+   */
+  async cardFingerprint(number: string): Promise<string> {
+    const key = await (this.fingerprintKey ??= this.options.fingerprintKey !== null
+      ? Promise.resolve(this.options.fingerprintKey)
+      : this.getPool().then((pool) => installationSecret(pool, FINGERPRINT_KEY_SETTING)).catch((err: unknown) => {
+        this.fingerprintKey = undefined; // not cached: the next card tries again
+        throw err;
+      }));
+    return createHmac('sha256', key).update(normalizeCardNumber(number)).digest('base64url').slice(0, 16);
+  }
+
   private async query<T extends Record<string, unknown>>(text: string, values: unknown[]): Promise<T[]> {
     return (await (await this.getPool()).query<T>(text, values)).rows;
   }
@@ -108,7 +130,7 @@ export class SandboxGateway implements PaymentGateway {
       last4: last4(number),
       expMonth: card.exp_month,
       expYear: fullExpiryYear(card.exp_year),
-      fingerprint: createHmac('sha256', FINGERPRINT_KEY).update(number).digest('base64url').slice(0, 16),
+      fingerprint: await this.cardFingerprint(number),
     };
     await this.query(
       `insert into sandbox_gateway_tokens (token, brand, last4, exp_month, exp_year, scenario, fingerprint) values ($1, $2, $3, $4, $5, $6, $7)`,
@@ -208,11 +230,7 @@ export class SandboxGateway implements PaymentGateway {
     const [whole, frac = ''] = this.options.feePercent.split('.');
     const digits = BigInt(`${whole}${frac}`);
     const divisor = 100n * 10n ** BigInt(frac.length);
-    const product = BigInt(amount) * digits;
-    let q = product / divisor;
-    const twice = (product % divisor) * 2n;
-    if (twice > divisor || (twice === divisor && q % 2n === 1n)) q += 1n;
-    return Number(q) + this.options.feeFixed;
+    return Number(divideHalfEven(BigInt(amount) * digits, divisor)) + this.options.feeFixed;
   }
 
   async refund(req: RefundRequest): Promise<{ reference: string }> {
@@ -260,7 +278,7 @@ export class SandboxGateway implements PaymentGateway {
     return { outcome: 'paid', reference: row!.id };
   }
 
-  async reverseTransfer(req: { idempotencyKey: string; transferReference: string; amount: number }): Promise<{ reference: string }> {
+  async reverseTransfer(req: ReversalRequest): Promise<{ reference: string }> {
     this.assertUp();
     const [row] = await this.query<{ reversal_id: string }>(
       `update sandbox_gateway_transfers set reversal_id = coalesce(reversal_id, $2), reversed_at = coalesce(reversed_at, now())

@@ -2,13 +2,16 @@ import Stripe from 'stripe';
 import { cardBrand, fullExpiryYear, type CardBrand, type CardInput, type CardOnFile } from '../cards.ts';
 import {
   CardRejectedError, GatewayRejectedError, GatewayUnavailableError,
-  type ChargeRequest, type ChargeResult, type PaymentGateway, type RefundRequest, type TransferRequest, type TransferResult,
+  type ChargeRequest, type ChargeResult, type PaymentGateway, type RefundRequest, type ReversalRequest, type TransferRequest, type TransferResult,
 } from './types.ts';
+import { fromStripeAmount, toStripeAmount } from './stripe-amounts.ts';
 
 /**
  * The Stripe adapter (official `stripe` SDK): cards are tokenized as PaymentMethods, charges are
  * PaymentIntents confirmed at once, and every money-moving call carries our idempotency key.
- * Errors are mapped without their request parameters, so no card data reaches a log.
+ * Errors are mapped without their request parameters, so no card data reaches a log. Every amount
+ * sent to or read from Stripe goes through `toStripeAmount` / `fromStripeAmount` (stripe-amounts.ts):
+ * an amount Stripe would refuse is a 422 before any call.
  */
 export interface StripeOptions {
   apiKey: string;
@@ -68,10 +71,11 @@ export class StripeGateway implements PaymentGateway {
   }
 
   async charge(req: ChargeRequest): Promise<ChargeResult> {
+    const amount = toStripeAmount(req.currency, req.amount);
     let intent: Stripe.PaymentIntent;
     try {
       intent = await this.stripe.paymentIntents.create({
-        amount: req.amount,
+        amount,
         currency: req.currency.toLowerCase(),
         payment_method: req.card.token,
         automatic_payment_methods: { enabled: true, allow_redirects: 'never' },
@@ -99,7 +103,7 @@ export class StripeGateway implements PaymentGateway {
         const bt = charge && typeof charge.balance_transaction === 'object' ? charge.balance_transaction : null;
         return {
           outcome: 'succeeded', reference: intent.id, riskScore,
-          fees: bt?.fee ?? null,
+          fees: bt ? fromStripeAmount(bt.currency, bt.fee) : null,
           settlementDate: bt?.available_on ? new Date(bt.available_on * 1000).toISOString().slice(0, 10) : null,
         };
       }
@@ -119,8 +123,9 @@ export class StripeGateway implements PaymentGateway {
   }
 
   async refund(req: RefundRequest): Promise<{ reference: string }> {
+    const amount = toStripeAmount(req.currency, req.amount);
     try {
-      const refund = await this.stripe.refunds.create({ payment_intent: req.chargeReference, amount: req.amount }, { idempotencyKey: req.idempotencyKey });
+      const refund = await this.stripe.refunds.create({ payment_intent: req.chargeReference, amount }, { idempotencyKey: req.idempotencyKey });
       return { reference: refund.id };
     } catch (err) {
       throw mapError(err);
@@ -128,9 +133,10 @@ export class StripeGateway implements PaymentGateway {
   }
 
   async transfer(req: TransferRequest): Promise<TransferResult> {
+    const amount = toStripeAmount(req.currency, req.amount);
     try {
       const transfer = await this.stripe.transfers.create({
-        amount: req.amount, currency: req.currency.toLowerCase(), destination: req.destination, transfer_group: req.group,
+        amount, currency: req.currency.toLowerCase(), destination: req.destination, transfer_group: req.group,
       }, { idempotencyKey: req.idempotencyKey });
       return { outcome: 'paid', reference: transfer.id };
     } catch (err) {
@@ -140,9 +146,10 @@ export class StripeGateway implements PaymentGateway {
     }
   }
 
-  async reverseTransfer(req: { idempotencyKey: string; transferReference: string; amount: number }): Promise<{ reference: string }> {
+  async reverseTransfer(req: ReversalRequest): Promise<{ reference: string }> {
+    const amount = toStripeAmount(req.currency, req.amount);
     try {
-      const reversal = await this.stripe.transfers.createReversal(req.transferReference, { amount: req.amount }, { idempotencyKey: req.idempotencyKey });
+      const reversal = await this.stripe.transfers.createReversal(req.transferReference, { amount }, { idempotencyKey: req.idempotencyKey });
       return { reference: reversal.id };
     } catch (err) {
       throw mapError(err);

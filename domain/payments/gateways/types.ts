@@ -59,6 +59,14 @@ export type TransferResult =
   | { outcome: 'paid'; reference: string }
   | { outcome: 'failed'; code: string; message: string };
 
+/** Reverses (part of) a transfer; `amount` in minor units of the transfer's `currency`. */
+export interface ReversalRequest {
+  idempotencyKey: string;
+  transferReference: string;
+  amount: number;
+  currency: string;
+}
+
 export interface PaymentGateway {
   readonly name: GatewayName;
   /** Exchanges card details for a token; the only call that ever sees the full number and CVC. */
@@ -66,7 +74,7 @@ export interface PaymentGateway {
   charge(req: ChargeRequest): Promise<ChargeResult>;
   refund(req: RefundRequest): Promise<{ reference: string }>;
   transfer(req: TransferRequest): Promise<TransferResult>;
-  reverseTransfer(req: { idempotencyKey: string; transferReference: string; amount: number }): Promise<{ reference: string }>;
+  reverseTransfer(req: ReversalRequest): Promise<{ reference: string }>;
 }
 
 /** The gateway could not be reached or failed on its side: retry later with the same key. */

@@ -1,0 +1,143 @@
+import { Context } from '@temporalio/activity';
+import { nativePool } from '../../db/pool.ts';
+import type { ActivityDeps } from '../../platform/area.ts';
+import { GatewayRejectedError, type GatewayName } from '../../domain/payments/gateways/types.ts';
+import {
+  DuplicatePaymentError, completeCharge, completeRefund, failPayment, failRefund, finishSplit, getRefund, getTransfer, markTransferReversed,
+  paymentForRefund, recordPayment, recordTransferResult, reserveRefund,
+} from '../../domain/payments/service.ts';
+import { scopedEm, type Scope } from '../../domain/scope.ts';
+import {
+  gatewayKeys, paymentWorkflowId, refundWorkflowId,
+  type PaymentView, type PaymentWorkflowInput, type RefundOutcome, type RefundView, type RefundWorkflowInput, type TransferView,
+} from '../../workflows/payments/shared.ts';
+import { REFUSALS, refuse } from '../../workflows/kit/failures.ts';
+
+export type PaymentActivityDeps = Pick<ActivityDeps, 'orm' | 'paymentGateways'>;
+
+export interface PaymentRef {
+  paymentId: string;
+  accountId: string;
+  livemode: boolean;
+  requestId: string | null;
+}
+
+const scopeOf = (r: { accountId: string; livemode: boolean }): Scope => ({ accountId: r.accountId, livemode: r.livemode });
+
+/**
+ * Keeps heartbeating while a gateway call is in flight, so a worker that dies mid-call is noticed
+ * within the heartbeat timeout and the call is retried elsewhere (with the same idempotency key).
+ */
+async function withHeartbeat<T>(work: () => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  const timer = setInterval(() => ctx.heartbeat(), 1000);
+  try {
+    ctx.heartbeat();
+    return await work();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** Gateway refusals are business answers: not retried. Everything else (outages) is retried. */
+function rethrow(err: unknown): never {
+  if (err instanceof GatewayRejectedError) {
+    throw refuse(REFUSALS.gatewayRejected, err.message, { code: err.code });
+  }
+  throw err;
+}
+
+export function createPaymentActivities({ orm, paymentGateways: gateways }: PaymentActivityDeps) {
+  const gateway = (name: GatewayName) => {
+    try {
+      return gateways.get(name);
+    } catch (err) {
+      return rethrow(err);
+    }
+  };
+
+  return {
+    async recordPayment(input: PaymentWorkflowInput): Promise<PaymentView> {
+      try {
+        return await recordPayment(scopedEm(orm, scopeOf(input)), input, paymentWorkflowId(input.paymentId));
+      } catch (err) {
+        if (err instanceof DuplicatePaymentError) {
+          throw refuse(REFUSALS.duplicatePayment, err.message, { paymentId: err.existingPaymentId });
+        }
+        throw err;
+      }
+    },
+
+    /** Charges the card (idempotent at the gateway) and records the outcome with its event. */
+    async chargePayment(input: PaymentRef & { gateway: GatewayName; amount: number; currency: string; cardToken: string; fingerprint: string; customerId: string | null; description: string | null; fraudProtection: boolean }): Promise<PaymentView> {
+      const result = await withHeartbeat(() => gateway(input.gateway).charge({
+        idempotencyKey: gatewayKeys.charge(input.paymentId),
+        amount: input.amount,
+        currency: input.currency,
+        card: { token: input.cardToken, fingerprint: input.fingerprint },
+        customerId: input.customerId,
+        description: input.description,
+        fraudProtection: input.fraudProtection,
+        paymentId: input.paymentId,
+      })).catch(rethrow);
+      return completeCharge(scopedEm(orm, scopeOf(input)), scopeOf(input), input.paymentId, result, input.requestId);
+    },
+
+    async failPayment(input: PaymentRef & { code: string; message: string }): Promise<PaymentView> {
+      return failPayment(scopedEm(orm, scopeOf(input)), scopeOf(input), input.paymentId, input.code, input.message, input.requestId);
+    },
+
+    async transferSplitPart(input: PaymentRef & { gateway: GatewayName; transferId: string }): Promise<TransferView> {
+      const em = scopedEm(orm, scopeOf(input));
+      const t = await getTransfer(em, input.transferId);
+      const payment = await paymentForRefund(em, input.paymentId);
+      if (t.status !== 'pending') return recordTransferResult(em, t.id, { outcome: 'paid', reference: t.gatewayReference ?? '' });
+      const result = await withHeartbeat(() => gateway(input.gateway).transfer({
+        idempotencyKey: gatewayKeys.transfer(t.id), destination: t.destination, amount: t.amount, currency: t.currency,
+        chargeReference: payment.gatewayReference ?? '', group: input.paymentId,
+      })).catch(rethrow);
+      return recordTransferResult(em, t.id, result);
+    },
+
+    async reverseSplitTransfer(input: PaymentRef & { gateway: GatewayName; transferId: string }): Promise<void> {
+      const em = scopedEm(orm, scopeOf(input));
+      const t = await getTransfer(em, input.transferId);
+      if (t.status !== 'paid' || !t.gatewayReference) return;
+      await withHeartbeat(() => gateway(input.gateway).reverseTransfer({
+        idempotencyKey: gatewayKeys.reversal(t.id), transferReference: t.gatewayReference!, amount: t.amount, currency: t.currency,
+      })).catch(rethrow);
+      await markTransferReversed(em, t.id);
+    },
+
+    async finishSplit(input: PaymentRef & { status: 'completed' | 'reversed' }): Promise<PaymentView> {
+      return finishSplit(scopedEm(orm, scopeOf(input)), input.paymentId, input.status);
+    },
+
+    async reserveRefund(input: RefundWorkflowInput): Promise<RefundOutcome> {
+      // The refund's own workflow, or the payment workflow compensating a failed split.
+      return reserveRefund(await nativePool(orm), input, Context.current().info.workflowExecution?.workflowId ?? refundWorkflowId(input.refundId));
+    },
+
+    /** Refunds at the gateway and records it (`payment.refunded`); a refusal releases the reservation. */
+    async executeRefund(input: { refundId: string; paymentId: string; accountId: string; livemode: boolean; requestId: string | null }): Promise<RefundView> {
+      const em = scopedEm(orm, scopeOf(input));
+      const payment = await paymentForRefund(em, input.paymentId);
+      const refund = await getRefund(em, input.refundId);
+      if (refund.status !== 'pending') return refund;
+      try {
+        const { reference } = await withHeartbeat(() => gateways.get(payment.gateway as GatewayName).refund({
+          idempotencyKey: gatewayKeys.refund(input.refundId),
+          chargeReference: payment.gatewayReference ?? '',
+          amount: refund.amount,
+          currency: refund.currency,
+        }));
+        return completeRefund(scopedEm(orm, scopeOf(input)), scopeOf(input), input.refundId, reference, input.requestId);
+      } catch (err) {
+        if (err instanceof GatewayRejectedError) return failRefund(scopedEm(orm, scopeOf(input)), input.refundId, err.message);
+        throw err;
+      }
+    },
+  };
+}
+
+export type PaymentActivities = ReturnType<typeof createPaymentActivities>;

@@ -1,0 +1,22 @@
+import { Context } from '@temporalio/activity';
+import { dispatchPendingEvents } from '../../domain/events/dispatch.ts';
+import type { ActivityDeps } from '../../platform/area.ts';
+import type { DispatchBatchResult } from '../../workflows/platform/shared.ts';
+
+export type EventActivityDeps = Pick<ActivityDeps, 'orm' | 'config' | 'temporal' | 'taskQueue' | 'logger' | 'eventConsumers' | 'customerMetrics'>;
+
+/** The outbox dispatcher's activity (runs on the platform task queue). */
+export function createEventActivities(deps: EventActivityDeps) {
+  return {
+    async dispatchPendingEvents(input: { batchSize: number }): Promise<DispatchBatchResult> {
+      const ctx = Context.current();
+      return dispatchPendingEvents({
+        orm: deps.orm, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger,
+        consumers: deps.eventConsumers, customerMetrics: deps.customerMetrics,
+        workflowTaskTimeoutMs: deps.config.EVENT_WORKFLOW_TASK_TIMEOUT_MS, heartbeat: () => ctx.heartbeat(),
+      }, input.batchSize);
+    },
+  };
+}
+
+export type EventActivities = ReturnType<typeof createEventActivities>;

@@ -1,0 +1,78 @@
+/**
+ * Every `code` a problem document can carry, with the page `GET /docs/errors/{code}` serves for it
+ * (the problem's `type` URL). test/api/error-pages.test.ts scans the source for the codes the server
+ * constructs and fails when one has no entry here.
+ */
+export interface ErrorCodeDoc {
+  /** The HTTP status it comes with. */
+  status: number;
+  title: string;
+  /** What happened, in general terms (the problem's `detail` says it for the one request). */
+  meaning: string;
+  /** What to do about it. */
+  suggestion: string;
+}
+
+const doc = (status: number, title: string, meaning: string, suggestion: string): ErrorCodeDoc => ({ status, title, meaning, suggestion });
+
+export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
+  // Authentication and permissions
+  api_key_missing: doc(401, 'Unauthorized', 'The request carried no API key.', 'Send your key in the header `Authorization: Bearer <key>`.'),
+  api_key_malformed: doc(401, 'Unauthorized', 'The Authorization header is not a Bearer key of a known form (bp_live_…, bp_test_…, bp_rk_live_…, bp_rk_test_…).', 'Copy the whole key text, prefix included, into `Authorization: Bearer <key>`.'),
+  api_key_invalid: doc(401, 'Unauthorized', 'No API key with this text exists.', 'Check the key for typos, or create a new key.'),
+  api_key_expired: doc(401, 'Unauthorized', 'The API key passed its expiration date.', 'Create a new key and use it instead.'),
+  api_key_revoked: doc(401, 'Unauthorized', 'The API key was revoked.', 'Create a new key and use it instead.'),
+  permission_denied: doc(403, 'Forbidden', 'The key is valid but lacks the permission (`<area>:<read|write>`) the operation needs; `detail` names it.', 'Use a key with that permission, or add it to the restricted key.'),
+  test_mode_only: doc(403, 'Forbidden', 'The operation exists only in test mode (for example test clocks).', 'Use a test key (bp_test_… or bp_rk_test_…).'),
+
+  // The request itself
+  validation_failed: doc(422, 'Validation Failed', 'One or more fields are invalid; `errors` lists every one, each with its `path` and `message`.', 'Fix every field listed in `errors` and send the request again.'),
+  invalid_json: doc(400, 'Bad Request', 'The body is not valid JSON, or is nested too deeply.', 'Send a well-formed JSON body (at most 64 levels of nesting).'),
+  json_too_deep: doc(400, 'Bad Request', 'The JSON body is nested deeper than 64 levels (objects and arrays).', 'Flatten the document: no request needs more than a few levels of nesting.'),
+  invalid_path: doc(400, 'Bad Request', 'The path could not be decoded (a malformed percent-encoding).', 'Percent-encode path segments correctly.'),
+  payload_too_large: doc(413, 'Payload Too Large', 'The body is larger than the operation accepts.', 'Send a smaller body; split bulk changes across several requests.'),
+  unsupported_media_type: doc(415, 'Unsupported Media Type', 'The body is not JSON.', 'Send the body as JSON with `Content-Type: application/json`.'),
+  not_acceptable: doc(406, 'Not Acceptable', 'The Accept header names no format the API can answer in.', 'Send `Accept: application/json` (the default) or `Accept: application/xml`.'),
+  route_not_found: doc(404, 'Not Found', 'No operation exists at this path; `suggestion` names the nearest one.', 'Check the path against the API reference at /docs.'),
+  method_not_allowed: doc(405, 'Method Not Allowed', 'The path exists but not with this method; the `Allow` header lists the methods it takes.', 'Use one of the methods in `Allow`.'),
+  version_gone: doc(410, 'Gone', 'API v2 reached its end of support and no longer answers.', 'Move to /v3; the `Link` header names the successor path.'),
+  not_found: doc(404, 'Not Found', 'No resource with this id exists for this account and mode (another account\'s, or the other mode\'s, answers the same).', 'Check the id, and that the key\'s mode (live or test) matches the mode the resource was created in.'),
+
+  // Limits and idempotency
+  rate_limited: doc(429, 'Too Many Requests', 'The key used up its requests for the minute or the day (`detail` says which).', 'Wait for the seconds in `Retry-After`, then retry.'),
+  concurrency_limited: doc(429, 'Too Many Requests', 'The key has too many requests in flight at once.', 'Wait for a running request to finish (see `Retry-After`), then retry.'),
+  idempotency_key_invalid: doc(400, 'Bad Request', 'The Idempotency-Key header is empty or longer than 255 characters.', 'Use a UUID (v4) per logical operation as the Idempotency-Key.'),
+  idempotency_key_reused: doc(422, 'Idempotency Key Reused', 'The Idempotency-Key was already used with a different request (method, path or body).', 'Use a new key for a new request; reuse a key only to retry the exact same request.'),
+  idempotency_key_in_use: doc(409, 'Conflict', 'A request with this Idempotency-Key is still being processed.', 'Wait a moment and retry with the same key to receive the original response.'),
+
+  // State and business rules
+  invalid_state_transition: doc(409, 'Conflict', 'The resource\'s current state (`current_state`) does not allow this change.', 'Read the resource, and send only the transitions its state allows.'),
+  request_rejected: doc(422, 'Unprocessable Content', 'A business rule refused the request.', 'Read `detail`, change the request accordingly and send it again.'),
+  subscription_not_active: doc(409, 'Conflict', 'The subscription takes no more usage in its status (`subscription_status`).', 'Record usage only for trialing, active, paused or past_due subscriptions.'),
+  insufficient_stock: doc(409, 'Conflict', 'Not enough units are available to reserve (`sku`, `requested`, `available`).', 'Lower the quantity, or add stock first.'),
+  sku_already_exists: doc(409, 'Conflict', 'Another product of the store already has this SKU.', 'Choose another SKU, or update the existing product.'),
+  warehouse_code_taken: doc(409, 'Conflict', 'Another warehouse already has this code.', 'Choose another code, or use the existing warehouse.'),
+  marketplace_not_supported: doc(404, 'Not Found', 'No connector exists for this marketplace.', 'Use one of the marketplaces the API reference lists.'),
+  order_payment_invalid: doc(422, 'Payment Not Usable', 'The `payment_id` given for an order is not a succeeded payment of this account and mode for the order\'s amount and currency.', 'Pay the order\'s exact total in its currency, then send that payment\'s id.'),
+  order_payment_used: doc(409, 'Conflict', 'The payment already pays another order (`order_id`); one payment pays one order.', 'Create a new payment for this order.'),
+
+  // Payments
+  card_declined: doc(402, 'Payment Required', 'The card was declined; `decline_code` says why (Stripe\'s decline codes).', 'Follow the `suggestion`; usually ask the customer for another card.'),
+  card_invalid: doc(422, 'Card Invalid', 'The card details are invalid (number, expiry or CVC).', 'Check the card details and send them again.'),
+  gateway_not_configured: doc(503, 'Service Unavailable', 'The payment gateway chosen is not configured on this server.', 'Use a configured gateway, or configure this one (see docs/payments.md).'),
+  payment_not_refundable: doc(409, 'Conflict', 'Only a succeeded payment can be refunded.', 'Refund the payment once it has succeeded.'),
+  refund_exceeds_remaining: doc(422, 'Refund Exceeds Remaining Amount', 'The refund is larger than what is left to refund on the payment.', 'Refund at most the `remaining` amount.'),
+  refund_failed: doc(422, 'Refund Failed', 'The gateway refused the refund.', 'Read `detail`; retry later or refund by another means.'),
+  transfer_failed: doc(422, 'Transfer Failed', 'The gateway refused a marketplace transfer.', 'Check the connected account ids and amounts, then retry.'),
+
+  // Webhooks
+  webhook_url_forbidden: doc(422, 'Validation Failed', 'The webhook URL points at a private, loopback or otherwise forbidden address.', 'Use a public HTTPS URL.'),
+  webhook_endpoint_disabled: doc(409, 'Conflict', 'The webhook endpoint is disabled.', 'Enable the endpoint first.'),
+
+  // The server
+  service_unavailable: doc(503, 'Service Unavailable', 'PostgreSQL or Temporal is unreachable; nothing was changed.', 'Retry after the seconds in `Retry-After` with the same Idempotency-Key.'),
+  internal_error: doc(500, 'Internal Server Error', 'Something went wrong on our side; the request was not completed.', 'Retry with the same Idempotency-Key; if it keeps failing, contact support with the request_id.'),
+};
+
+/** The path of a code's page; a problem's `type` is this, made absolute with the request's origin. */
+export const ERROR_DOCS_PATH = '/docs/errors/';

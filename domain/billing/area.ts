@@ -1,0 +1,20 @@
+import { createBillingActivities } from '../../activities/billing/index.ts';
+import { billingAdminRouter } from '../../api/admin/billing/router.ts';
+import { billingRoutes } from '../../api/v3/billing/routes.ts';
+import { Migration0005Billing } from '../../db/migrations/0005-billing.ts';
+import { defineArea } from '../../platform/area.ts';
+import { BillingPlan, Invoice, Subscription, TaxRate, TestClock, UsageRecord } from './entities.ts';
+import { billingEvents } from './events.ts';
+
+/** Billing: plans, subscriptions (one workflow each for their whole life), invoices, usage, test clocks. */
+export const billingArea = defineArea({
+  name: 'billing',
+  permissions: ['billing'],
+  routes: billingRoutes,
+  workflows: new URL('../../workflows/billing/index.ts', import.meta.url),
+  activities: createBillingActivities,
+  entities: [BillingPlan, TaxRate, TestClock, Subscription, Invoice, UsageRecord],
+  migrations: [{ name: '0005-billing', class: Migration0005Billing }],
+  events: billingEvents,
+  admin: { billing: billingAdminRouter },
+});

@@ -1,0 +1,2 @@
+/** What other areas may use of billing. */
+export { paidInvoiceTotals } from './revenue.ts';

@@ -1,0 +1,28 @@
+import { createCommerceActivities } from '../../activities/commerce/index.ts';
+import { catalogRoutes } from '../../api/v3/commerce/catalog.ts';
+import { inventoryRoutes } from '../../api/v3/commerce/inventory.ts';
+import { marketplaceRoutes } from '../../api/v3/commerce/marketplace.ts';
+import { orderRoutes } from '../../api/v3/commerce/orders.ts';
+import { reportRoutes } from '../../api/v3/commerce/reports.ts';
+import { storeRoutes } from '../../api/v3/commerce/stores.ts';
+import { Migration0002CommerceCrm } from '../../db/migrations/0002-commerce-crm.ts';
+import { Migration0010OrderPaymentUnique } from '../../db/migrations/0010-order-payment-unique.ts';
+import { defineArea } from '../../platform/area.ts';
+import { InventoryLevel, MarketplaceListing, Order, Product, Store, Warehouse } from './entities.ts';
+import { commerceEvents } from './events.ts';
+
+/** Commerce: stores, products and catalog, warehouses and stock, orders (one workflow each), reports, marketplaces. */
+export const commerceArea = defineArea({
+  name: 'commerce',
+  permissions: ['commerce', 'warehouses'],
+  routes: [...storeRoutes, ...catalogRoutes, ...inventoryRoutes, ...orderRoutes, ...reportRoutes, ...marketplaceRoutes],
+  workflows: new URL('../../workflows/commerce/index.ts', import.meta.url),
+  activities: createCommerceActivities,
+  entities: [Store, Product, Warehouse, InventoryLevel, Order, MarketplaceListing],
+  // One migration for commerce and CRM tables, from before areas were declared apart.
+  migrations: [
+    { name: '0002-commerce-crm', class: Migration0002CommerceCrm },
+    { name: '0010-order-payment-unique', class: Migration0010OrderPaymentUnique },
+  ],
+  events: commerceEvents,
+});

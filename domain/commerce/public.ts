@@ -1,0 +1,3 @@
+/** What other areas may use of commerce: orders (for the CRM journey) and prices in other currencies. */
+export { Order } from './entities.ts';
+export { loadRates, priceIn } from './pricing.ts';

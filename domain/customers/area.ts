@@ -1,0 +1,13 @@
+import { customerRoutes } from '../../api/v3/customers/routes.ts';
+import { defineArea } from '../../platform/area.ts';
+import { Customer } from './entities.ts';
+import { customerEvents } from './events.ts';
+
+/** Customers: the customer record every other area refers to (`cus_…`). Read and written with the CRM scope. */
+export const customersArea = defineArea({
+  name: 'customers',
+  permissions: ['crm'],
+  routes: customerRoutes,
+  entities: [Customer],
+  events: customerEvents,
+});

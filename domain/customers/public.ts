@@ -1,0 +1,4 @@
+/** What other areas may use of customers: the record, its view, and the id check every area does. */
+export { Customer } from './entities.ts';
+export { checkCustomers, customerView } from './service.ts';
+export { customerExample } from './events.ts';

@@ -1,0 +1,9 @@
+/**
+ * What other areas may use of payments: cards (checked and tokenized here, so a full number never
+ * reaches another area), the gateway choice, and the types a subscription keeps on file.
+ */
+export { checkCard, type CardInput, type CardOnFile } from './cards.ts';
+export type { GatewayName } from './gateways/types.ts';
+export type { PaymentGateways } from './gateways/index.ts';
+export { chooseGateway, tokenize, type PaymentsContext } from './process.ts';
+export { findSucceededPayment, type SucceededPayment } from './service.ts';

@@ -1,0 +1,57 @@
+import { z } from 'zod';
+
+/**
+ * The payments area's resources, declared once: each zod schema is what the routes answer with
+ * (and what the OpenAPI document and the event catalog show); the TS types are inferred from it.
+ * Pure: zod only (workflows import the types, with `import type`).
+ */
+
+export const transferSchema = z.object({
+  id: z.string(), object: z.literal('transfer'), destination: z.string(), amount: z.number().int(), currency: z.string(),
+  status: z.enum(['pending', 'paid', 'failed', 'reversed', 'canceled']),
+  failure: z.object({ code: z.string(), message: z.string() }).nullable(),
+}).meta({ id: 'Transfer' });
+
+export const paymentSchema = z.object({
+  id: z.string(),
+  object: z.literal('payment'),
+  livemode: z.boolean(),
+  status: z.enum(['processing', 'succeeded', 'failed', 'partially_refunded', 'refunded']),
+  amount: z.number().int().describe('Minor units.'),
+  amount_refunded: z.number().int(),
+  currency: z.string(),
+  gateway: z.string(),
+  created: z.iso.datetime(),
+  created_at: z.iso.datetime(),
+  updated_at: z.iso.datetime(),
+  customer_id: z.string().nullable(),
+  description: z.string().nullable(),
+  fraud_protection: z.boolean(),
+  payment_method: z.object({
+    type: z.literal('card'),
+    card: z.object({ brand: z.string(), last4: z.string(), exp_month: z.number().int(), exp_year: z.number().int() }),
+  }),
+  risk_score: z.number().int().nullable().describe('0-100 when fraud_protection is on (or the gateway scores it).'),
+  settlement: z.object({ expected_date: z.string().nullable(), fees: z.number().int().nullable() }),
+  failure: z.object({ code: z.string(), decline_code: z.string().nullable(), message: z.string() }).nullable(),
+  workflow_id: z.string(),
+  metadata: z.record(z.string(), z.string()),
+  split: z.object({
+    status: z.enum(['pending', 'completed', 'reversed', 'canceled']),
+    platform_fee: z.number().int(),
+    rounding_remainder: z.number().int(),
+    transfers: z.array(transferSchema),
+  }).optional(),
+}).meta({ id: 'PaymentStatus' });
+
+export const refundSchema = z.object({
+  id: z.string(), object: z.literal('refund'), livemode: z.boolean(), payment_id: z.string(), amount: z.number().int(),
+  currency: z.string(), status: z.enum(['pending', 'succeeded', 'failed']), reason: z.string().nullable(),
+  failure_message: z.string().nullable(), workflow_id: z.string().nullable(), metadata: z.record(z.string(), z.string()),
+  created_at: z.iso.datetime(),
+}).meta({ id: 'Refund' });
+
+export type TransferView = z.output<typeof transferSchema>;
+/** The Payment status resource. */
+export type PaymentView = z.output<typeof paymentSchema>;
+export type RefundView = z.output<typeof refundSchema>;

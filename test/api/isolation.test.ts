@@ -1,0 +1,167 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { v3Routes } from '../../domain/registry.ts';
+import { advance, card, newClock, newPlan } from '../billing/support.ts';
+import { create, openShop, orderBody, stockedProduct, type Shop } from '../commerce/support.ts';
+import { cardBody } from '../payments/support.ts';
+import { client } from '../support/http.ts';
+import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { startReceiver, type Receiver } from '../webhooks/support/receiver.ts';
+
+/**
+ * Every route with a resource id in its path, derived from the route table: the owner's
+ * resource is invisible (404 `not_found`) to a key of another account and to the owner's key of
+ * the other mode, whatever the method, and the call changes nothing. A new area's route with an
+ * id parameter fails the completeness check below until a factory for that parameter is added.
+ */
+
+let platform: TestPlatform;
+let http: ReturnType<typeof client>;
+let owner: string;
+let ownerAccount: string;
+let receiver: Receiver;
+
+/** Path parameters that name no record of the caller's (nothing to hide), with the reason. */
+const NOT_RESOURCE_IDS: Record<string, string> = {
+  marketplace: 'a fixed marketplace name (amazon, ebay, …), the same for every account',
+};
+
+/** How each id parameter's resource is made with the owner's key; run once, in this order. */
+type Ids = Record<string, string>;
+type Factory = (ids: Ids) => Promise<string>;
+let shop: Shop;
+const FACTORIES: Record<string, Factory> = {
+  customer_id: async () => shop.customerId,
+  store_id: async () => shop.storeId,
+  warehouse_id: async () => shop.warehouseId,
+  sku: async () => 'ISO-SKU',
+  product_id: async () => (await stockedProduct(http, owner, shop, 'ISO-SKU', 5, { price: 1000 })).id,
+  order_id: async () => (await create(http, owner, '/v3/orders', orderBody(shop, [{ sku: 'ISO-SKU', quantity: 1 }]))).id,
+  payment_id: async () => (await create(http, owner, '/v3/payments/process', { amount: 1000, currency: 'usd', payment_method: cardBody('4242424242424242') })).id,
+  refund_id: async (ids) => (await create(http, owner, `/v3/payments/${ids.payment_id}/refunds`, { amount: 100 })).id,
+  plan_id: async () => (await newPlan(http, owner, { amount: 1500 })).id,
+  clock_id: async () => newClock(http, owner, '2025-01-01T00:00:00Z'),
+  subscription_id: async (ids) => (await create(http, owner, '/v3/subscriptions', {
+    customer_id: ids.customer_id, plan_id: ids.plan_id, auto_collection: true, payment_method: card(), test_clock: ids.clock_id,
+  })).id,
+  invoice_id: async (ids) => {
+    await advance(http, owner, ids.clock_id!, '2025-02-02T00:00:00Z'); // the first period closes: an invoice
+    const res = await http(`/v3/invoices?subscription_id=${ids.subscription_id}`, { key: owner });
+    expect(res.body.data.length, res.text).toBeGreaterThan(0);
+    return res.body.data[0].id;
+  },
+  rule_id: async () => (await create(http, owner, '/v3/crm/tasks/automation', {
+    name: 'Isolation rule', trigger: { event: 'order.created' }, actions: [{ type: 'add_segment', segment: 'iso' }],
+  })).id,
+  task_id: async (ids) => (await create(http, owner, '/v3/crm/tasks', { title: 'Isolation task', customer_id: ids.customer_id })).id,
+  webhook_id: async () => (await create(http, owner, '/v3/webhooks', { url: receiver.url, events: ['customer.updated'] })).id,
+  delivery_id: async (ids) => {
+    const res = await http(`/v3/webhooks/${ids.webhook_id}/test`, { key: owner, body: { event_type: 'customer.updated' } });
+    expect(res.status, res.text).toBe(200);
+    return res.body.id;
+  },
+  event_id: async (ids) => {
+    const res = await http(`/v3/events?limit=100`, { key: owner });
+    const event = res.body.data.find((e: { data: { object: { id: string } } }) => e.data.object.id === ids.payment_id);
+    expect(event, res.text).toBeDefined();
+    return event.id;
+  },
+};
+
+/** A body each write route accepts from its owner, so that only the lookup can refuse it. */
+const BODIES: Record<string, unknown> = {
+  'patch /v3/customers/{customer_id}': { name: 'Hijacked' },
+  'post /v3/payments/{payment_id}/refunds': { amount: 100 },
+  'post /v3/subscriptions/{subscription_id}/cancel': {},
+  'patch /v3/subscriptions/{subscription_id}': { plan_id: '{plan_id}', prorate: false },
+  'post /v3/test_clocks/{clock_id}/advance': { frozen_time: '2025-03-01T00:00:00Z' },
+  'post /v3/stores/{store_id}/products': { name: 'Hijack', sku: 'ISO-HIJACK', price: 1 },
+  'put /v3/inventory/{sku}/stock': { warehouse_id: '{warehouse_id}', quantity: 99, operation: 'set' },
+  'patch /v3/orders/{order_id}': { metadata: { hijacked: 'yes' } },
+  'post /v3/customers/{customer_id}/interactions': { type: 'call', direction: 'inbound', notes: 'hijack' },
+  'post /v3/customers/{customer_id}/touchpoints': { type: 'website_visit', source: 'hijack' },
+  'patch /v3/crm/tasks/automation/{rule_id}': { enabled: false },
+  'patch /v3/webhooks/{webhook_id}': { enabled: false },
+  'post /v3/webhooks/{webhook_id}/test': { event_type: 'customer.updated' },
+};
+
+/**
+ * The answers that are not a plain 404, each refusing before any lookup (so the same for any id):
+ * a live key may not touch test clocks at all; a stock write names an unknown SKU as a field error.
+ */
+const EXPECTED: Record<string, string> = {
+  'post /v3/test_clocks/{clock_id}/advance (other mode)': '403 test_mode_only',
+  'put /v3/inventory/{sku}/stock (other account)': '422 validation_failed',
+  'put /v3/inventory/{sku}/stock (other mode)': '422 validation_failed',
+};
+
+const PARAM = /\{([a-z_]+)\}/g;
+const idRoutes = v3Routes
+  .filter((r) => [...r.path.matchAll(PARAM)].some((m) => !(m[1]! in NOT_RESOURCE_IDS)))
+  .map((r) => ({ method: r.method as string, path: r.path as string, params: [...r.path.matchAll(PARAM)].map((m) => m[1]!) }));
+
+const fill = (template: string, ids: Ids) => template.replace(PARAM, (_, name: string) => ids[name] ?? `{${name}}`);
+const fillBody = (body: unknown, ids: Ids): unknown => JSON.parse(fill(JSON.stringify(body), ids));
+
+beforeAll(async () => {
+  platform = await startTestPlatform({
+    worker: true,
+    env: { RATE_LIMIT_CONCURRENCY: '100', RATE_LIMIT_PER_MINUTE: '10000', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', PAYMENTS_SYNC_WAIT_MS: '6000' },
+  });
+  http = client(platform.url);
+  receiver = await startReceiver();
+  ownerAccount = await platform.newAccount();
+  owner = await platform.newKey({ accountId: ownerAccount });
+});
+afterAll(async () => {
+  await receiver?.close();
+  await platform?.close();
+});
+
+describe('cross-account and cross-mode isolation of every resource route', () => {
+  it('has a factory for every id parameter of every route (a new area adds one)', () => {
+    const params = new Set(idRoutes.flatMap((r) => r.params).filter((p) => !(p in NOT_RESOURCE_IDS)));
+    expect([...params].filter((p) => !(p in FACTORIES))).toEqual([]);
+    // The table really covers the areas it names (a wrong derivation would make the test vacuous).
+    expect(idRoutes.length).toBeGreaterThan(30);
+    expect(new Set(idRoutes.map((r) => r.method))).toEqual(new Set(['get', 'post', 'patch', 'put', 'delete']));
+  });
+
+  it('answers 404 not_found to another account and to the other mode, and changes nothing', async () => {
+    shop = await openShop(http, owner);
+    const ids: Ids = {};
+    for (const [name, make] of Object.entries(FACTORIES)) ids[name] = await make(ids);
+
+    // Every route answers its owner (so a 404 below is about the caller, not a broken fixture).
+    const reads = idRoutes.filter((r) => r.method === 'get');
+    const snapshot = async () => Promise.all(reads.map(async (r) => {
+      const res = await http(fill(r.path, ids), { key: owner });
+      expect(res.status, `${r.method} ${r.path} for its owner: ${res.text}`).toBe(200);
+      const { computed_at: _, ...state } = res.body; // the journey is computed per read
+      return state;
+    }));
+    const before = await snapshot();
+
+    const otherAccount = await platform.newKey({ accountId: await platform.newAccount() });
+    const otherMode = await platform.newKey({ accountId: ownerAccount, type: 'live' });
+    const unknown: Ids = Object.fromEntries(Object.entries(ids).map(([k, v]) => [k, k === 'sku' ? 'ISO-UNKNOWN' : `${v.slice(0, -6)}zzzzzz`]));
+    const call = async (r: (typeof idRoutes)[number], key: string, with_: Ids) => {
+      const body = r.method === 'get' || r.method === 'delete' ? undefined : fillBody(BODIES[`${r.method} ${r.path}`] ?? {}, with_);
+      const res = await http(fill(r.path, with_), { key, method: r.method.toUpperCase(), body });
+      return `${res.status} ${res.status < 500 ? res.body.code : res.text.slice(0, 300)}`;
+    };
+    const answers: string[] = [];
+    for (const r of idRoutes) {
+      for (const [who, key] of [['other account', otherAccount], ['other mode', otherMode]] as const) {
+        const got = await call(r, key, ids);
+        const route = `${r.method} ${r.path}`;
+        const expected = EXPECTED[`${route} (${who})`] ?? '404 not_found';
+        // The other party's answer is the one it gets for an id that does not exist: nothing leaks.
+        answers.push(`${route} (${who}) → ${got} (for an unknown id: ${await call(r, key, { ...unknown, warehouse_id: ids.warehouse_id! })})`);
+        if (got !== expected) answers.push(`  expected ${expected}`);
+      }
+    }
+    expect(answers.filter((a) => a.startsWith('  expected') || !/→ (.*) \(for an unknown id: \1\)$/.test(a))).toEqual([]);
+    expect(answers).toHaveLength(idRoutes.length * 2);
+    expect(await snapshot()).toEqual(before);
+  });
+});

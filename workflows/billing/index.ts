@@ -1,0 +1,2 @@
+/** The billing area's workflows. */
+export { subscriptionWorkflow } from './subscription.ts';

@@ -1,0 +1,2 @@
+/** The commerce area's workflows. */
+export { orderWorkflow } from './order.ts';

@@ -1,0 +1,2 @@
+/** The CRM area's workflows. */
+export { crmAutomationWorkflow } from './automation.ts';

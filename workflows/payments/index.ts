@@ -1,0 +1,3 @@
+/** The payments area's workflows. */
+export { paymentWorkflow } from './payment.ts';
+export { refundWorkflow } from './refund.ts';

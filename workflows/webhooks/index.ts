@@ -1,0 +1,2 @@
+/** The webhooks area's workflows. */
+export { webhookDeliveryWorkflow } from './delivery.ts';
