@@ -1,3 +1,4 @@
+import { analyticsArea } from './analytics/area.ts';
 import { billingArea } from './billing/area.ts';
 import { commerceArea } from './commerce/area.ts';
 import { crmArea } from './crm/area.ts';
@@ -19,5 +20,6 @@ export const AREAS = [
   billingArea,
   commerceArea,
   crmArea,
+  analyticsArea,
   webhooksArea,
 ] as const;

@@ -80,6 +80,12 @@ const schema = z.object({
   STRIPE_API_BASE: z.url().optional(),
   /** Billing: a subscription's workflow continues as new after this many billing cycles (bounded history). */
   BILLING_CYCLES_PER_RUN: z.coerce.number().int().min(1).max(1000).default(12),
+  /** Analytics: the directory generated report files are written to (created if missing). */
+  ANALYTICS_REPORTS_DIR: z.string().min(1).default('.data/reports'),
+  /** Analytics: days a generated report file is kept before the retention workflow deletes it. */
+  ANALYTICS_REPORT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
+  /** Analytics: seconds a report's signed download_url stays valid. */
+  ANALYTICS_DOWNLOAD_URL_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(3600),
 }).superRefine((config, ctx) => {
   if (config.PAYMENTS_LIVE_GATEWAY === 'sandbox' && !config.PAYMENTS_LIVE_SANDBOX) {
     ctx.addIssue({

@@ -32,6 +32,7 @@ export const ID_PREFIX = {
   testClock: 'clock',
   usageRecord: 'ur',
   taxRate: 'txr',
+  report: 'rpt',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

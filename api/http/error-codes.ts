@@ -65,6 +65,14 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
   refund_failed: doc(422, 'Refund Failed', 'The gateway refused the refund.', 'Read `detail`; retry later or refund by another means.'),
   transfer_failed: doc(422, 'Transfer Failed', 'The gateway refused a marketplace transfer.', 'Check the connected account ids and amounts, then retry.'),
 
+  // Analytics
+  exchange_rate_missing: doc(422, 'Exchange Rate Missing', 'Amounts in some currency cannot be converted into the reporting currency: no exchange rate between them is stored (`missing_rates`).', 'Store the rates with PUT /v3/catalog/exchange-rates, or ask for another currency.'),
+  insufficient_history: doc(422, 'Not Enough History', 'Forecasting needs more revenue history than the account has (`required`, `available`, `unit`).', 'Try again when more days of revenue exist, or use a finer granularity.'),
+  report_not_ready: doc(409, 'Conflict', 'The report has no file yet (or failed, or was canceled); `current_state` says which.', 'Poll GET /v3/analytics/reports/{id} until status is succeeded.'),
+  report_expired: doc(410, 'Gone', 'The report\'s file was deleted at the end of its retention period.', 'Generate the report again.'),
+  download_url_invalid: doc(403, 'Forbidden', 'The signature of the download URL does not match this report.', 'Use the download_url of GET /v3/analytics/reports/{id} unchanged.'),
+  download_url_expired: doc(403, 'Forbidden', 'The download URL has expired.', 'Get a fresh download_url from GET /v3/analytics/reports/{id}.'),
+
   // Webhooks
   webhook_url_forbidden: doc(422, 'Validation Failed', 'The webhook URL points at a private, loopback or otherwise forbidden address.', 'Use a public HTTPS URL.'),
   webhook_endpoint_disabled: doc(409, 'Conflict', 'The webhook endpoint is disabled.', 'Enable the endpoint first.'),

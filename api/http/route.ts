@@ -70,6 +70,11 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
   responses?: Record<number, { description: string; schema?: z.ZodType }>;
   bodyLimit?: number;
   /**
+   * The success answer is a file, not a JSON document: its media types (the handler streams it
+   * itself). The OpenAPI document lists these instead of JSON/XML.
+   */
+  produces?: readonly string[];
+  /**
    * The endpoint starts or talks to workflows: answer 503 at once while Temporal is down, and give
    * its Temporal calls a deadline (`TEMPORAL_CALL_TIMEOUT_MS`, plus `temporalWaitMs`) after which
    * it answers 503 instead of hanging.

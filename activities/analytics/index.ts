@@ -1,0 +1,129 @@
+import { Context, CancelledFailure } from '@temporalio/activity';
+import { nativePool } from '../../db/pool.ts';
+import { refreshRollup, scopesWithRevenue } from '../../domain/analytics/queries.ts';
+import { countRows, reportChart, reportRows, reportSource, reportTotals, type ReportParams, type Row } from '../../domain/analytics/report-data.ts';
+import { FORMAT_FILES, renderReport } from '../../domain/analytics/render.ts';
+import {
+  cancelReportRecord, completeReport, downloadSigner, failReport, markReportRunning, preparePartFile, publishFile, purgeExpiredReportFiles,
+  recordProgress, recordReport, removeReportFiles,
+} from '../../domain/analytics/reports.ts';
+import type { ActivityDeps } from '../../platform/area.ts';
+import type { RenderedFile, ReportRef, ReportWorkflowInput } from '../../workflows/analytics/shared.ts';
+
+export type AnalyticsActivityDeps = Pick<ActivityDeps, 'orm' | 'config' | 'logger'>;
+
+/** How long the sandbox scenario `hold_at_half` holds a render before carrying on. */
+const HOLD_LIMIT_MS = 120_000;
+
+export function createAnalyticsActivities(deps: AnalyticsActivityDeps) {
+  const { orm, config } = deps;
+  return {
+    recordReport: (input: ReportWorkflowInput) => recordReport(orm, input),
+    markReportRunning: (ref: ReportRef) => markReportRunning(orm, ref),
+    async completeReport(ref: ReportRef & { file: RenderedFile }) {
+      return completeReport(orm, config, await downloadSigner(orm, config), ref);
+    },
+    failReport: async (ref: ReportRef & { code: string; message: string }) => {
+      await removeReportFiles(config, ref.accountId, ref.reportId);
+      return failReport(orm, ref);
+    },
+    async cancelReportRecord(ref: ReportRef & { reason: string | null }) {
+      await removeReportFiles(config, ref.accountId, ref.reportId);
+      return cancelReportRecord(orm, ref);
+    },
+
+    /**
+     * Streams the report's rows from PostgreSQL (keyset pages) into the renderer, heartbeating
+     * and recording progress after every page. Each attempt writes its own part file (older parts
+     * are removed first) and renames it into place at the end, so a worker that dies mid-render
+     * leaves no second file. Canceled: stops at the next page and removes the part file.
+     */
+    async renderReportFile(input: ReportWorkflowInput): Promise<RenderedFile> {
+      const ctx = Context.current();
+      const ref: ReportRef = { reportId: input.reportId, accountId: input.accountId, livemode: input.livemode, requestId: input.requestId };
+      const pool = await nativePool(orm);
+      const params: ReportParams = {
+        scope: { accountId: input.accountId, livemode: input.livemode }, reportType: input.reportType,
+        start: input.start, end: input.end, timezone: input.timezone, filters: input.filters,
+      };
+      const part = await preparePartFile(config, input.accountId, input.reportId, ctx.info.attempt);
+      const heartbeat = setInterval(() => ctx.heartbeat(), 2000);
+      try {
+        ctx.heartbeat();
+        const [total, totals, chart] = await Promise.all([countRows(pool, params), reportTotals(pool, params), reportChart(pool, params)]);
+        const source = reportSource(input.reportType);
+        const scenario = input.livemode ? undefined : input.filters.sandbox_scenario;
+        if (scenario === 'render_failure') {
+          throw Object.assign(new Error('sandbox scenario render_failure: the renderer failed on purpose'), { name: 'SandboxRenderFailure' });
+        }
+        const chartCurrency = chart ? (totals.lines.find((l) => l.currency)?.currency ?? null) : null;
+        const rows: AsyncIterable<Row> = scenario === 'hold_at_half'
+          ? holdAtHalf(reportRows(pool, params), total, ctx, () => recordProgress(orm, ref, 50))
+          : reportRows(pool, params);
+        const rendered = await renderReport(input.format, part, {
+          title: source.title, section: source.section,
+          parameters: [
+            ['Report', input.reportType], ['Report id', input.reportId], ['From', input.start], ['To', input.end], ['Time zone', input.timezone],
+            ...(input.currency ? [['Currency', input.currency] as [string, string]] : []),
+            ...Object.entries(input.filters).filter(([k]) => k !== 'sandbox_scenario').map(([k, v]) => [`Filter ${k}`, Array.isArray(v) ? v.join(', ') : String(v)] as [string, string]),
+            ['Mode', input.livemode ? 'live' : 'test'],
+          ],
+          columns: source.columns, totals, chart, chartCurrency, rows,
+          signal: ctx.cancellationSignal,
+          async onProgress(done) {
+            ctx.heartbeat({ rows: done });
+            await recordProgress(orm, ref, total === 0 ? 99 : Math.min(99, Math.floor((done / total) * 100)));
+          },
+        });
+        const file = FORMAT_FILES[input.format];
+        const fileName = `${input.reportId}.${file.extension}`;
+        const size = await publishFile(part, config, input.accountId, fileName);
+        return { fileName, size, rows: rendered, contentType: file.contentType };
+      } catch (err) {
+        await removeReportFiles(config, input.accountId, input.reportId).catch(() => undefined);
+        if (ctx.cancellationSignal.aborted) throw new CancelledFailure('report canceled');
+        throw err;
+      } finally {
+        clearInterval(heartbeat);
+      }
+    },
+
+    async refreshAllRollups(): Promise<number> {
+      const scopes = await scopesWithRevenue(orm.em.fork());
+      for (const scope of scopes) {
+        Context.current().heartbeat();
+        await refreshRollup(orm.em.fork(), scope);
+      }
+      return scopes.length;
+    },
+    purgeExpiredReports: ({ now }: { now: string | null }) => purgeExpiredReportFiles(orm, config, now ? new Date(now) : new Date()),
+  };
+}
+
+export type AnalyticsActivities = ReturnType<typeof createAnalyticsActivities>;
+
+/**
+ * Sandbox scenario `hold_at_half`: yields the first half of the rows, then waits (heartbeating)
+ * until the render is canceled or `HOLD_LIMIT_MS` passed, so tests can cancel mid-way.
+ */
+async function* holdAtHalf(rows: AsyncIterable<Row>, total: number, ctx: Context, onHold: () => Promise<void>): AsyncGenerator<Row> {
+  let n = 0;
+  const half = Math.max(1, Math.floor(total / 2));
+  for await (const r of rows) {
+    if (n === half) {
+      await onHold();
+      await recordHold(ctx);
+    }
+    n += 1;
+    yield r;
+  }
+}
+
+async function recordHold(ctx: Context): Promise<void> {
+  const deadline = Date.now() + HOLD_LIMIT_MS;
+  while (!ctx.cancellationSignal.aborted && Date.now() < deadline) {
+    ctx.heartbeat({ held: true });
+    await Promise.race([ctx.sleep(250).catch(() => undefined), ctx.cancelled.catch(() => undefined)]);
+  }
+  if (ctx.cancellationSignal.aborted) throw new CancelledFailure('report canceled');
+}

@@ -1,0 +1,23 @@
+import { createAnalyticsActivities } from '../../activities/analytics/index.ts';
+import { analyticsAdminRouter } from '../../api/admin/analytics/router.ts';
+import { analyticsRoutes } from '../../api/v3/analytics/routes.ts';
+import { Migration0070Analytics } from '../../db/migrations/0070-analytics.ts';
+import { defineArea } from '../../platform/area.ts';
+import { AnalyticsReport } from './entities.ts';
+import { analyticsEvents } from './events.ts';
+
+/**
+ * Analytics: revenue, KPIs and forecasts from SQL aggregates over its own views of the other
+ * areas' tables, and report generation (PDF, Excel, CSV, JSON), one workflow per report.
+ */
+export const analyticsArea = defineArea({
+  name: 'analytics',
+  permissions: ['analytics'],
+  routes: analyticsRoutes,
+  workflows: new URL('../../workflows/analytics/index.ts', import.meta.url),
+  activities: createAnalyticsActivities,
+  entities: [AnalyticsReport],
+  migrations: [{ name: '0070-analytics', class: Migration0070Analytics }],
+  events: analyticsEvents,
+  admin: { analytics: analyticsAdminRouter },
+});

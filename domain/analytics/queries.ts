@@ -1,0 +1,304 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApiError } from '../../platform/errors.ts';
+import { convertMinorUnits, divideHalfEven, exponent } from '../money.ts';
+import type { Scope } from '../scope.ts';
+import type { DateWindow, Granularity } from './periods.ts';
+
+/**
+ * The analytics query layer: every figure is a SQL aggregate over the views of migration 0070
+ * (never a loop over source rows in JavaScript). Windows are local calendar days in an IANA zone
+ * (periods.ts). Amounts come back per currency in integer minor units; `Converter` turns each
+ * aggregate (not each row) into the reporting currency at the account's stored exchange rates.
+ */
+
+/** SQL: the instants a window of local dates covers, `[lo, hi)`. Parameters: start, tz, end, tz. */
+const BOUNDS = `select (?::date)::timestamp at time zone ? as lo, ((?::date) + 1)::timestamp at time zone ? as hi`;
+const boundsArgs = (w: DateWindow) => [w.start, w.timezone, w.end, w.timezone];
+
+// ---- Currency conversion ---------------------------------------------------------------------
+
+/** Rounds a decimal string of minor units ("8333.3333") half-even to an integer. */
+export function roundMinor(text: string | null | undefined): number {
+  if (!text) return 0;
+  const m = /^(-)?(\d+)(?:\.(\d+))?$/.exec(text.trim());
+  if (!m) throw new RangeError(`not a decimal: ${text}`);
+  const fraction = m[3] ?? '';
+  const digits = BigInt(`${m[2]}${fraction}`) * (m[1] ? -1n : 1n);
+  return Number(divideHalfEven(digits, 10n ** BigInt(fraction.length)));
+}
+
+export class MissingRateError extends Error {}
+
+/** Converts aggregates into one currency at the stored rates (direct, or the inverse of a stored rate). */
+export class Converter {
+  private readonly rates: Map<string, string>;
+  readonly target: string;
+  /** Currencies that had to be converted and could not be: answered as a 422 by `check`. */
+  readonly missing = new Set<string>();
+
+  constructor(target: string, rates: Map<string, string>) {
+    this.target = target;
+    this.rates = rates;
+  }
+
+  static async load(em: EntityManager, scope: Scope, target: string): Promise<Converter> {
+    const rows = await em.execute<{ base_currency: string; quote_currency: string; rate: string }[]>(
+      'select base_currency, quote_currency, rate::text as rate from analytics_exchange_rates where account_id = ? and livemode = ?',
+      [scope.accountId, scope.livemode],
+    );
+    return new Converter(target, new Map(rows.map((r) => [`${r.base_currency}>${r.quote_currency}`, r.rate])));
+  }
+
+  /** `minor` units of `from` in the target currency (minor units), rounded half-even. */
+  convert(minor: number, from: string): number {
+    if (from === this.target || minor === 0) return minor;
+    const direct = this.rates.get(`${from}>${this.target}`);
+    if (direct) return convertMinorUnits(minor, from, this.target, direct);
+    const inverse = this.rates.get(`${this.target}>${from}`);
+    if (inverse) {
+      const [whole, fraction = ''] = inverse.split('.');
+      const shift = fraction.length + exponent(this.target) - exponent(from);
+      const numerator = BigInt(minor) * 10n ** BigInt(Math.max(shift, 0));
+      const denominator = BigInt(`${whole}${fraction}`) * 10n ** BigInt(Math.max(-shift, 0));
+      return Number(divideHalfEven(numerator, denominator));
+    }
+    this.missing.add(from);
+    return 0;
+  }
+
+  /** 422 naming `currency` when an amount could not be converted (no made-up rate). */
+  check(path = 'currency'): void {
+    if (!this.missing.size) return;
+    const list = [...this.missing].sort().join(', ');
+    throw new ApiError({
+      status: 422, code: 'exchange_rate_missing', title: 'Exchange Rate Missing',
+      detail: `Amounts in ${list} cannot be reported in ${this.target}: no exchange rate between them is stored.`,
+      suggestion: `Store rates with PUT /v3/catalog/exchange-rates (e.g. base ${[...this.missing][0]}, quote ${this.target}), or ask for currency=${[...this.missing][0]}.`,
+      errors: [{ path, message: `no stored exchange rate from ${list} to ${this.target}` }],
+      extensions: { missing_rates: [...this.missing].sort().map((c) => `${c}/${this.target}`) },
+    });
+  }
+}
+
+/** The reporting currency when none is asked for: the one with the most revenue in the window, else USD. */
+export async function dominantCurrency(em: EntityManager, scope: Scope, w: DateWindow): Promise<string> {
+  const rows = await revenueByBucket(em, scope, w, 'month');
+  const totals = new Map<string, number>();
+  for (const r of rows) totals.set(r.currency, (totals.get(r.currency) ?? 0) + r.gross);
+  const best = [...totals.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0];
+  return best?.[0] ?? 'USD';
+}
+
+// ---- Revenue ----------------------------------------------------------------------------------
+
+export interface RevenueAggregate {
+  /** First local date of the bucket (clamped to the window's start). */
+  bucket: string;
+  stream: 'subscriptions' | 'one_time';
+  currency: string;
+  /** Money received (minor units). */
+  gross: number;
+  /** Refunded (minor units, negative or 0). */
+  refunds: number;
+}
+
+/**
+ * Revenue per local bucket, stream and currency. The rollup answers for everything before its
+ * watermark (`refreshed_through`); entries after it are read live from the view, so a figure is
+ * never stale and never counted twice.
+ */
+export async function revenueByBucket(em: EntityManager, scope: Scope, w: DateWindow, granularity: Granularity): Promise<RevenueAggregate[]> {
+  const rows = await em.execute<{ bucket: string; stream: RevenueAggregate['stream']; currency: string; gross: string; refunds: string }[]>(
+    `with bounds as (${BOUNDS}),
+          wm as (select coalesce((select refreshed_through from analytics_rollup_state where account_id = ? and livemode = ?), '-infinity'::timestamptz) as through),
+          e as (
+            select r.bucket as at, r.stream, r.currency, r.gross, r.refunds
+              from analytics_revenue_rollup r, bounds, wm
+             where r.account_id = ? and r.livemode = ? and r.bucket >= bounds.lo and r.bucket < least(bounds.hi, wm.through)
+            union all
+            select v.at, v.stream, v.currency, greatest(v.amount, 0), least(v.amount, 0)
+              from analytics_revenue_entries v, bounds, wm
+             where v.account_id = ? and v.livemode = ? and v.at >= greatest(bounds.lo, wm.through) and v.at < bounds.hi
+          )
+     select to_char(greatest(date_trunc(?, e.at at time zone ?)::date, ?::date), 'YYYY-MM-DD') as bucket, e.stream, e.currency,
+            sum(e.gross)::text as gross, sum(e.refunds)::text as refunds
+       from e group by 1, 2, 3 order by 1, 2, 3`,
+    [...boundsArgs(w), scope.accountId, scope.livemode, scope.accountId, scope.livemode, scope.accountId, scope.livemode,
+      granularity, w.timezone, w.start],
+  );
+  return rows.map((r) => ({ bucket: r.bucket, stream: r.stream, currency: r.currency, gross: Number(r.gross), refunds: Number(r.refunds) }));
+}
+
+/** Recomputes an account's rollup up to the last whole 15 minutes, in one transaction. */
+export async function refreshRollup(em: EntityManager, scope: Scope): Promise<{ refreshed_through: string; buckets: number }> {
+  return em.transactional(async (tx) => {
+    const [state] = await tx.execute<{ through: string }[]>(
+      `select to_char(to_timestamp(floor(extract(epoch from now()) / 900) * 900) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as through`);
+    await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`analytics-rollup:${scope.accountId}:${scope.livemode}`]);
+    await tx.execute('delete from analytics_revenue_rollup where account_id = ? and livemode = ?', [scope.accountId, scope.livemode]);
+    const inserted = await tx.execute<{ n: number }[]>(
+      `with ins as (
+         insert into analytics_revenue_rollup (account_id, livemode, bucket, stream, currency, gross, refunds, entries)
+         select account_id, livemode, to_timestamp(floor(extract(epoch from at) / 900) * 900), stream, currency,
+                sum(greatest(amount, 0)), sum(least(amount, 0)), count(*)
+           from analytics_revenue_entries
+          where account_id = ? and livemode = ? and at < ?::timestamptz
+          group by 1, 2, 3, 4, 5
+         returning 1)
+       select count(*)::int as n from ins`,
+      [scope.accountId, scope.livemode, state!.through],
+    );
+    await tx.execute(
+      `insert into analytics_rollup_state (account_id, livemode, refreshed_through, refreshed_at) values (?, ?, ?::timestamptz, now())
+       on conflict (account_id, livemode) do update set refreshed_through = excluded.refreshed_through, refreshed_at = excluded.refreshed_at`,
+      [scope.accountId, scope.livemode, state!.through],
+    );
+    return { refreshed_through: state!.through, buckets: inserted[0]?.n ?? 0 };
+  });
+}
+
+/** Every account and mode that has revenue entries (for the scheduled refresh). */
+export async function scopesWithRevenue(em: EntityManager): Promise<Scope[]> {
+  const rows = await em.execute<{ account_id: string; livemode: boolean }[]>(
+    `select distinct account_id, livemode from (
+       select account_id, livemode from invoices where status = 'paid'
+       union select account_id, livemode from payments
+       union select account_id, livemode from analytics_rollup_state) s`);
+  return rows.map((r) => ({ accountId: r.account_id, livemode: r.livemode }));
+}
+
+// ---- Recurring revenue ------------------------------------------------------------------------
+
+export interface MrrAggregate {
+  currency: string;
+  /** Monthly recurring revenue at the window's end (minor units). */
+  current: number;
+  /** At the window's start. */
+  previous: number;
+  new: number;
+  expansion: number;
+  contraction: number;
+  churned: number;
+  customersBefore: number;
+  customersChurned: number;
+  customersAfter: number;
+  activeSubscriptions: number;
+}
+
+/**
+ * MRR at the window's start and end and its movements, per currency, classified per customer
+ * (Stripe's and Lago's way): new (none before), expansion (more), contraction (less, not none),
+ * churned (none after). current = previous + new + expansion − contraction − churned.
+ */
+export async function mrrMovements(em: EntityManager, scope: Scope, w: DateWindow, now: Date): Promise<MrrAggregate[]> {
+  const rows = await em.execute<Record<string, string>[]>(
+    `with bounds as (${BOUNDS}),
+          t as (select lo as t0, least(hi, ?::timestamptz) as t1 from bounds),
+          m as (
+            select customer_id, currency,
+                   coalesce(sum(monthly_amount) filter (where starts_at <= t0 and (ends_at is null or ends_at > t0)), 0) as before,
+                   coalesce(sum(monthly_amount) filter (where starts_at <= t1 and (ends_at is null or ends_at > t1)), 0) as after,
+                   count(*) filter (where starts_at <= t1 and (ends_at is null or ends_at > t1)) as active_after
+              from analytics_subscription_mrr, t
+             where account_id = ? and livemode = ?
+             group by customer_id, currency
+          )
+     select currency,
+            sum(after)::text as current, sum(before)::text as previous,
+            coalesce(sum(after) filter (where before = 0 and after > 0), 0)::text as new,
+            coalesce(sum(after - before) filter (where before > 0 and after > before), 0)::text as expansion,
+            coalesce(sum(before - after) filter (where after > 0 and after < before), 0)::text as contraction,
+            coalesce(sum(before) filter (where before > 0 and after = 0), 0)::text as churned,
+            (count(*) filter (where before > 0))::text as customers_before,
+            (count(*) filter (where before > 0 and after = 0))::text as customers_churned,
+            (count(*) filter (where after > 0))::text as customers_after,
+            sum(active_after)::text as active_subscriptions
+       from m group by currency order by currency`,
+    [...boundsArgs(w), now.toISOString(), scope.accountId, scope.livemode],
+  );
+  return rows.map((r) => ({
+    currency: r.currency!,
+    current: roundMinor(r.current), previous: roundMinor(r.previous), new: roundMinor(r.new),
+    expansion: roundMinor(r.expansion), contraction: roundMinor(r.contraction), churned: roundMinor(r.churned),
+    customersBefore: Number(r.customers_before), customersChurned: Number(r.customers_churned),
+    customersAfter: Number(r.customers_after), activeSubscriptions: Number(r.active_subscriptions),
+  }));
+}
+
+// ---- Orders -------------------------------------------------------------------------------------
+
+export interface OrdersDay {
+  date: string;
+  currency: string | null;
+  orders: number;
+  units: number;
+  canceled: number;
+  gross: number | null;
+}
+
+/**
+ * Orders per local day and currency, every day of the window present (empty days with a null
+ * currency). Canceled orders are counted apart and left out of sales. The sales summary
+ * (commerce, GET /v3/reports/sales-summary) and the order KPIs both read this.
+ */
+export async function ordersByDay(
+  em: EntityManager, scope: Scope, w: DateWindow, filters: { storeIds?: string[] | undefined; currencies?: string[] | undefined } = {},
+): Promise<OrdersDay[]> {
+  const stores = filters.storeIds ? JSON.stringify(filters.storeIds) : null;
+  const currencies = filters.currencies ? JSON.stringify(filters.currencies) : null;
+  const rows = await em.execute<{ day: string; currency: string | null; orders: string; units: string; canceled: string; gross: string | null }[]>(
+    `with bounds as (${BOUNDS}),
+          o as (
+            select (o.created_at at time zone ?)::date as day, o.currency, o.status, o.total_amount, o.units
+              from analytics_orders o, bounds
+             where o.account_id = ? and o.livemode = ? and o.created_at >= bounds.lo and o.created_at < bounds.hi
+               and (?::jsonb is null or o.store_id in (select jsonb_array_elements_text(?::jsonb)))
+               and (?::jsonb is null or o.currency in (select jsonb_array_elements_text(?::jsonb)))
+          )
+     select to_char(d.day, 'YYYY-MM-DD') as day, o.currency,
+            count(o.day) filter (where o.status <> 'canceled') as orders,
+            coalesce(sum(o.units) filter (where o.status <> 'canceled'), 0) as units,
+            count(o.day) filter (where o.status = 'canceled') as canceled,
+            sum(o.total_amount) filter (where o.status <> 'canceled') as gross
+       from generate_series(?::date, ?::date, interval '1 day') as d(day)
+       left join o on o.day = d.day::date
+      group by d.day, o.currency
+      order by d.day, o.currency`,
+    [...boundsArgs(w), w.timezone, scope.accountId, scope.livemode, stores, stores, currencies, currencies, w.start, w.end],
+  );
+  return rows.map((r) => ({
+    date: r.day, currency: r.currency, orders: Number(r.orders), units: Number(r.units), canceled: Number(r.canceled),
+    gross: r.gross === null ? null : Number(r.gross),
+  }));
+}
+
+/** Orders fulfilled in the window and their mean time from placement to fulfilment, in seconds. */
+export async function fulfilmentTimes(em: EntityManager, scope: Scope, w: DateWindow): Promise<{ fulfilled: number; meanSeconds: number | null }> {
+  const [row] = await em.execute<{ n: string; mean: string | null }[]>(
+    `with bounds as (${BOUNDS})
+     select count(*)::text as n, avg(extract(epoch from (o.fulfilled_at - o.created_at)))::text as mean
+       from analytics_orders o, bounds
+      where o.account_id = ? and o.livemode = ? and o.fulfilled_at >= bounds.lo and o.fulfilled_at < bounds.hi`,
+    [...boundsArgs(w), scope.accountId, scope.livemode],
+  );
+  return { fulfilled: Number(row?.n ?? 0), meanSeconds: row?.mean == null ? null : Number(row.mean) };
+}
+
+/** Distinct days with any revenue entry between `since` and `before` (local dates), for the forecaster's history check. */
+export async function dailyRevenueSeries(
+  em: EntityManager, scope: Scope, w: DateWindow, converter: Converter,
+): Promise<{ dates: string[]; values: number[]; firstDataDate: string | null }> {
+  const rows = await revenueByBucket(em, scope, w, 'day');
+  const byDay = new Map<string, number>();
+  for (const r of rows) byDay.set(r.bucket, (byDay.get(r.bucket) ?? 0) + converter.convert(r.gross + r.refunds, r.currency));
+  const first = rows[0]?.bucket ?? null;
+  const dates: string[] = [];
+  const values: number[] = [];
+  if (first) {
+    for (let d = first; d <= w.end; d = new Date(Date.parse(`${d}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10)) {
+      dates.push(d);
+      values.push(byDay.get(d) ?? 0);
+    }
+  }
+  return { dates, values, firstDataDate: first };
+}

@@ -1,0 +1,3 @@
+/** The analytics area's workflows (the worker bundles every area's workflows module). */
+export { reportWorkflow } from './report.ts';
+export { analyticsMaintenanceWorkflow } from './maintenance.ts';
