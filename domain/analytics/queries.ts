@@ -284,10 +284,13 @@ export async function fulfilmentTimes(em: EntityManager, scope: Scope, w: DateWi
   return { fulfilled: Number(row?.n ?? 0), meanSeconds: row?.mean == null ? null : Number(row.mean) };
 }
 
-/** Distinct days with any revenue entry between `since` and `before` (local dates), for the forecaster's history check. */
+/**
+ * Net revenue per local day in the reporting currency, from the first day with revenue to the
+ * window's end (days without revenue are 0), and how many days had any revenue entry.
+ */
 export async function dailyRevenueSeries(
   em: EntityManager, scope: Scope, w: DateWindow, converter: Converter,
-): Promise<{ dates: string[]; values: number[]; firstDataDate: string | null }> {
+): Promise<{ dates: string[]; values: number[]; firstDataDate: string | null; daysWithData: number }> {
   const rows = await revenueByBucket(em, scope, w, 'day');
   const byDay = new Map<string, number>();
   for (const r of rows) byDay.set(r.bucket, (byDay.get(r.bucket) ?? 0) + converter.convert(r.gross + r.refunds, r.currency));
@@ -300,5 +303,5 @@ export async function dailyRevenueSeries(
       values.push(byDay.get(d) ?? 0);
     }
   }
-  return { dates, values, firstDataDate: first };
+  return { dates, values, firstDataDate: first, daysWithData: byDay.size };
 }

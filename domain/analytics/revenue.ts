@@ -77,13 +77,15 @@ const HISTORY_DAYS = 730;
 interface Series {
   dates: string[];
   values: number[];
+  /** Days with any revenue entry. */
+  daysWithData: number;
 }
 
 /** Daily history from the first day with revenue up to yesterday (today is still partial). */
 async function dailyHistory(em: EntityManager, scope: Scope, converter: Converter, today: string, timezone: string): Promise<Series> {
   const window: DateWindow = { start: addDays(today, -HISTORY_DAYS), end: addDays(today, -1), timezone };
   const s = await dailyRevenueSeries(em, scope, window, converter);
-  return { dates: s.dates, values: s.values };
+  return { dates: s.dates, values: s.values, daysWithData: s.daysWithData };
 }
 
 /** Complete buckets only (a week or month still running at the end is left out). */
@@ -100,17 +102,17 @@ function coarsen(daily: Series, granularity: Granularity): Series {
     const next = granularity === 'week' ? addDays(b, 7) : addMonths(b, 1);
     return addDays(next, -1) <= last && b >= daily.dates[0]!;
   });
-  return { dates, values: dates.map((d) => sums.get(d)!) };
+  return { dates, values: dates.map((d) => sums.get(d)!), daysWithData: daily.daysWithData };
 }
 
 function insufficientHistory(have: number, need: number, unit: string): ApiError {
   return new ApiError({
     status: 422, code: 'insufficient_history', title: 'Not Enough History',
-    detail: `Forecasting needs at least ${need} ${unit} of revenue history; this account has ${have}.`,
+    detail: `Forecasting needs at least ${need} ${unit} with revenue; this account has ${have}.`,
     suggestion: have === 0
       ? 'Record some paid invoices or payments first, or ask in the other mode (test keys see test data).'
       : `Try again when ${need - have} more ${unit} of data exist, or use a finer granularity.`,
-    errors: [{ path: 'horizon', message: `at least ${need} ${unit} of history are needed (have ${have})` }],
+    errors: [{ path: 'horizon', message: `at least ${need} ${unit} with revenue are needed (have ${have})` }],
     extensions: { required: need, available: have, unit },
   });
 }
@@ -154,8 +156,8 @@ function computeForecast(series: Series, granularity: Granularity, horizonDays: 
   return computed;
 }
 
-function requireHistory(series: Series, granularity: Granularity, dailyPoints: number): void {
-  if (dailyPoints < MIN_DAILY_POINTS) throw insufficientHistory(dailyPoints, MIN_DAILY_POINTS, 'days');
+function requireHistory(series: Series, granularity: Granularity): void {
+  if (series.daysWithData < MIN_DAILY_POINTS) throw insufficientHistory(series.daysWithData, MIN_DAILY_POINTS, 'days');
   if (granularity !== 'day' && series.values.length < MIN_COARSE_POINTS) {
     throw insufficientHistory(series.values.length, MIN_COARSE_POINTS, `complete ${granularity}s`);
   }
@@ -171,7 +173,7 @@ export async function revenueForecast(
   const daily = await dailyHistory(em, scope, converter, today, q.timezone);
   converter.check();
   const series = coarsen(daily, q.granularity);
-  requireHistory(series, q.granularity, daily.values.length);
+  requireHistory(series, q.granularity);
   const c = computeForecast(series, q.granularity, q.horizon);
   const major = (v: number) => toMajorNumber(Math.round(v), currency);
   return {
@@ -191,10 +193,10 @@ async function revenueForecastSummary(
 ): Promise<RevenueAnalyticsView['forecast']> {
   const today = localToday(timezone, now);
   const daily = await dailyHistory(em, scope, converter, today, timezone);
-  if (daily.values.length < MIN_DAILY_POINTS) {
+  if (daily.daysWithData < MIN_DAILY_POINTS) {
     return {
       next_30_days: null, confidence: null, model: null,
-      reason: `forecasting needs at least ${MIN_DAILY_POINTS} days of revenue history; ${daily.values.length} available`,
+      reason: `forecasting needs at least ${MIN_DAILY_POINTS} days with revenue; ${daily.daysWithData} available`,
     };
   }
   const c = computeForecast(daily, 'day', 30);
