@@ -1,4 +1,4 @@
-import { Context, CancelledFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activity';
 import { nativePool } from '../../db/pool.ts';
 import { refreshRollup, scopesWithRevenue } from '../../domain/analytics/queries.ts';
 import { countRows, reportChart, reportRows, reportSource, reportTotals, type ReportParams, type Row } from '../../domain/analytics/report-data.ts';
@@ -47,14 +47,15 @@ export function createAnalyticsActivities(deps: AnalyticsActivityDeps) {
         start: input.start, end: input.end, timezone: input.timezone, filters: input.filters,
       };
       const part = await preparePartFile(config, input.accountId, input.reportId, ctx.info.attempt);
-      const heartbeat = setInterval(() => ctx.heartbeat(), 2000);
+      const heartbeat = setInterval(() => ctx.heartbeat(), 1000);
       try {
         ctx.heartbeat();
         const [total, totals, chart] = await Promise.all([countRows(pool, params), reportTotals(pool, params), reportChart(pool, params)]);
         const source = reportSource(input.reportType);
         const scenario = input.livemode ? undefined : input.filters.sandbox_scenario;
         if (scenario === 'render_failure') {
-          throw Object.assign(new Error('sandbox scenario render_failure: the renderer failed on purpose'), { name: 'SandboxRenderFailure' });
+          // Fails for good (not retried), as a renderer that cannot handle the data would.
+          throw ApplicationFailure.create({ type: 'SandboxRenderFailure', message: 'sandbox scenario render_failure: the renderer failed on purpose', nonRetryable: true });
         }
         const chartCurrency = chart ? (totals.lines.find((l) => l.currency)?.currency ?? null) : null;
         const rows: AsyncIterable<Row> = scenario === 'hold_at_half'

@@ -59,6 +59,12 @@ const FACTORIES: Record<string, Factory> = {
     expect(res.status, res.text).toBe(200);
     return res.body.id;
   },
+  report_id: async () => {
+    const res = await http('/v3/analytics/reports/generate', { key: owner, body: { report_type: 'sales', format: 'csv', date_range: { start: '2025-01-01', end: '2025-01-31' } } });
+    expect(res.status, res.text).toBe(202);
+    for (let i = 0; i < 150 && (await http(`/v3/analytics/reports/${res.body.id}`, { key: owner })).body.status !== 'succeeded'; i++) await new Promise((r) => setTimeout(r, 200));
+    return res.body.id;
+  },
   event_id: async (ids) => {
     const res = await http(`/v3/events?limit=100`, { key: owner });
     const event = res.body.data.find((e: { data: { object: { id: string } } }) => e.data.object.id === ids.payment_id);

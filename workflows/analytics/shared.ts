@@ -87,6 +87,7 @@ export const DB_STEPS: ActivityOptions = {
  */
 export const RENDER_STEP: ActivityOptions = {
   startToCloseTimeout: '2 hours',
-  heartbeatTimeout: '20 seconds',
+  // Short: heartbeats are throttled to 80 % of it, and a cancel reaches the activity with a heartbeat.
+  heartbeatTimeout: '5 seconds',
   retry: { initialInterval: '2s', maximumInterval: '30s', maximumAttempts: 5, nonRetryableErrorTypes: [...REFUSAL_TYPES] },
 };
