@@ -41,6 +41,9 @@ export const customerMetrics: CustomerMetricsSource | undefined = areas.find((ar
 /** The areas that run a worker: each on its own task queue. */
 export const workerAreas = areas.filter((area) => area.workflows || area.activities);
 
+/** Every area's Temporal Schedules, with the area whose task queue runs them. */
+export const areaSchedules = areas.flatMap((area) => (area.schedules ?? []).map((schedule) => ({ area: area.name, schedule })));
+
 /** Each area's workflows module (the worker bundles them together). */
 export const workflowModules: readonly { area: string; module: URL }[] = areas.flatMap((area) =>
   area.workflows ? [{ area: area.name, module: area.workflows }] : []);

@@ -41,6 +41,18 @@ export interface AreaDescriptor<Name extends string = string, Admin extends Reco
   services?: (platform: PlatformServices) => Partial<AreaServices>;
   /** Routers merged into the internal tRPC admin API at /admin/trpc. */
   admin?: Admin;
+  /** Temporal Schedules that start its periodic workflows on its task queue (created at start when missing). */
+  schedules?: readonly AreaSchedule[];
+}
+
+/** A periodic workflow of an area, run by a Temporal Schedule (worker/schedules.ts). */
+export interface AreaSchedule {
+  id: string;
+  /** A Temporal interval, e.g. `15m`. */
+  every: string;
+  workflowType: string;
+  workflowId: string;
+  args: unknown[];
 }
 
 /** What an area's route factory may read: what all areas declare together. */

@@ -3,6 +3,7 @@ import { analyticsAdminRouter } from '../../api/admin/analytics/router.ts';
 import { analyticsRoutes } from '../../api/v3/analytics/routes.ts';
 import { Migration0070Analytics } from '../../db/migrations/0070-analytics.ts';
 import { defineArea } from '../../platform/area.ts';
+import { ANALYTICS_MAINTENANCE_SCHEDULE_ID, ANALYTICS_MAINTENANCE_WORKFLOW_ID, type MaintenanceInput } from '../../workflows/analytics/shared.ts';
 import { AnalyticsReport } from './entities.ts';
 import { analyticsEvents } from './events.ts';
 
@@ -20,4 +21,9 @@ export const analyticsArea = defineArea({
   migrations: [{ name: '0070-analytics', class: Migration0070Analytics }],
   events: analyticsEvents,
   admin: { analytics: analyticsAdminRouter },
+  // Rollups refreshed to the last quarter hour; report files past retention deleted.
+  schedules: [{
+    id: ANALYTICS_MAINTENANCE_SCHEDULE_ID, every: '15m', workflowType: 'analyticsMaintenanceWorkflow',
+    workflowId: ANALYTICS_MAINTENANCE_WORKFLOW_ID, args: [{ refreshRollups: true, purgeReports: true } satisfies MaintenanceInput],
+  }],
 });
