@@ -64,15 +64,18 @@ async function seedOrders(platform: BenchPlatform, accountId: string, n: number,
                       values ($2, $1, false, 'Bench', 'USD', 86400, now()) on conflict do nothing`, [accountId, store]);
   await platform.sql(`insert into customers (id, account_id, livemode, created_at, updated_at) values ($2, $1, false, now(), now()) on conflict do nothing`,
     [accountId, `cus_o${accountId.slice(-6)}`]);
-  await platform.sql(
-    `insert into orders (id, account_id, livemode, store_id, customer_id, status, total_amount, currency, line_items, shipping_address,
-                         fulfillment_deadline, workflow_id, created_at, updated_at)
-     select 'ord_b' || $4 || '_' || g, $1, false, $2, $3, case when g % 20 = 0 then 'canceled' else 'fulfilled' end, 1000 + g % 9000, 'USD',
-            jsonb_build_array(jsonb_build_object('sku', 'SKU-' || (g % 500), 'quantity', 1 + g % 3)), '{}', now(), 'order-b' || $4 || g,
-            now() - ((g::bigint * 7919) % ($5::bigint * 86400)) * interval '1 second', now()
-       from generate_series(1, $6) g`,
-    [accountId, store, `cus_o${accountId.slice(-6)}`, accountId.slice(-6), days, n],
-  );
+  // In batches: the harness's connection has a statement timeout.
+  for (let from = 1; from <= n; from += 10_000) {
+    await platform.sql(
+      `insert into orders (id, account_id, livemode, store_id, customer_id, status, total_amount, currency, line_items, shipping_address,
+                           fulfillment_deadline, workflow_id, created_at, updated_at)
+       select 'ord_b' || $4 || '_' || g, $1, false, $2, $3, case when g % 20 = 0 then 'canceled' else 'fulfilled' end, 1000 + g % 9000, 'USD',
+              jsonb_build_array(jsonb_build_object('sku', 'SKU-' || (g % 500), 'quantity', 1 + g % 3)), '{}', now(), 'order-b' || $4 || g,
+              now() - ((g::bigint * 7919) % ($5::bigint * 86400)) * interval '1 second', now()
+         from generate_series($6::int, $7::int) g`,
+      [accountId, store, `cus_o${accountId.slice(-6)}`, accountId.slice(-6), days, from, Math.min(n, from + 9_999)],
+    );
+  }
 }
 
 /** The plain-SQL baseline: the revenue aggregate straight over the source tables (no views, no rollup, no pipeline). */

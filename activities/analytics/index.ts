@@ -58,7 +58,8 @@ export function createAnalyticsActivities(deps: AnalyticsActivityDeps) {
           throw ApplicationFailure.create({ type: 'SandboxRenderFailure', message: 'sandbox scenario render_failure: the renderer failed on purpose', nonRetryable: true });
         }
         const chartCurrency = chart ? (totals.lines.find((l) => l.currency)?.currency ?? null) : null;
-        const rows: AsyncIterable<Row> = scenario === 'hold_at_half'
+        // Holds on the first attempt only: a retry (after a worker died mid-render) runs through.
+        const rows: AsyncIterable<Row> = scenario === 'hold_at_half' && ctx.info.attempt === 1
           ? holdAtHalf(reportRows(pool, params), total, ctx, () => recordProgress(orm, ref, 50))
           : reportRows(pool, params);
         const rendered = await renderReport(input.format, part, {

@@ -111,7 +111,7 @@ export const reportFiltersSchema = z
     customer_id: z.string().min(1).max(64).optional().describe('financial, sales: only this customer.'),
     warehouse_id: z.array(z.string().min(1).max(64)).min(1).max(50).optional().describe('inventory: only these warehouses.'),
     sandbox_scenario: z.enum(['hold_at_half', 'render_failure']).optional()
-      .describe('Test mode only: hold_at_half pauses rendering at 50 % until canceled (up to 2 minutes); render_failure fails the report.'),
+      .describe('Test mode only: hold_at_half pauses the first render attempt at 50 % until canceled (up to 2 minutes); render_failure fails the report.'),
   })
   .meta({ id: 'ReportFilters' });
 
