@@ -1,37 +1,28 @@
 /**
  * One report render in a process of its own, for the memory benchmark (bench/analytics.ts): the
- * same code the report activity runs (keyset pages from PostgreSQL → renderer → file), on the
- * account and window given in the environment. Prints one JSON line: rows, milliseconds, bytes and
- * the process's peak resident memory (maxRSS, which includes Node's own ~50 MB).
+ * same code the report activity runs (a cursor over PostgreSQL → renderer → file), on the
+ * account and window given in the environment, in a worker thread as the activity runs it. Prints one
+ * JSON line: rows, milliseconds, bytes, the process's resident memory before the render and its peak
+ * (maxRSS: the whole process, Node's own ~40 MB included).
  * Env: DATABASE_URL, ACCOUNT_ID, FORMAT (pdf|excel|csv|json), REPORT_TYPE, START, END, OUT.
  */
 import { statSync } from 'node:fs';
-import pg from 'pg';
-import { countRows, reportChart, reportRows, reportSource, reportTotals, type ReportParams } from '../domain/analytics/report-data.ts';
-import { renderReport } from '../domain/analytics/render.ts';
+import { renderInThread } from '../domain/analytics/render-runner.ts';
 import type { ReportFormat, ReportType } from '../domain/analytics/schemas.ts';
 
 const env = process.env;
-const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 2 });
-const params: ReportParams = {
-  scope: { accountId: env.ACCOUNT_ID!, livemode: false }, reportType: (env.REPORT_TYPE ?? 'sales') as ReportType,
-  start: env.START!, end: env.END!, timezone: 'UTC', filters: {},
-};
 const started = performance.now();
-let peakHeap = 0;
-const sampler = setInterval(() => {
-  peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
-}, 50);
-const [total, totals, chart] = await Promise.all([countRows(pool, params), reportTotals(pool, params), reportChart(pool, params)]);
-const source = reportSource(params.reportType);
-const rows = await renderReport(env.FORMAT as ReportFormat, env.OUT!, {
-  title: source.title, section: source.section, parameters: [['Report', params.reportType], ['From', params.start], ['To', params.end]],
-  columns: source.columns, totals, chart, chartCurrency: 'USD', rows: reportRows(pool, params),
-  onProgress: () => undefined,
+const baseline = Math.round(process.memoryUsage().rss / 1048576);
+let total = 0;
+const rows = await renderInThread({
+  databaseUrl: env.DATABASE_URL!, format: env.FORMAT as ReportFormat, path: env.OUT!, holdAtHalf: false,
+  params: { scope: { accountId: env.ACCOUNT_ID!, livemode: false }, reportType: (env.REPORT_TYPE ?? 'sales') as ReportType, start: env.START!, end: env.END!, timezone: 'UTC', filters: {} },
+  parameters: [['Report', env.REPORT_TYPE ?? 'sales'], ['From', env.START!], ['To', env.END!]],
+}, new AbortController().signal, {
+  progress: async (_done, t) => { total = t; },
+  held: async () => undefined,
 });
-clearInterval(sampler);
-await pool.end();
 console.log(JSON.stringify({
   format: env.FORMAT, rows, expected_rows: total, ms: Math.round(performance.now() - started), bytes: statSync(env.OUT!).size,
-  max_rss_mb: Math.round(process.resourceUsage().maxRSS / 1024), peak_heap_mb: Math.round(peakHeap / 1048576),
+  baseline_rss_mb: baseline, max_rss_mb: Math.round(process.resourceUsage().maxRSS / 1024),
 }));

@@ -161,7 +161,7 @@ export const scenario: Scenario = {
       kpis_p50_ms: kpis.p50, kpis_p99_ms: kpis.p99, kpis_per_sec: kpis.requestsPerSec,
       non2xx: revenueLive.non2xx + revenueRollup.non2xx + kpis.non2xx + revenueLive.errors + revenueRollup.errors + kpis.errors,
       plain_sql_p50_ms: plain.p50, plain_sql_p99_ms: plain.p99, plain_sql_per_sec: plain.perSec,
-      ...Object.fromEntries(renders.map((r) => [`render_${String(r.format)}`, `${String(r.rows)} rows, ${String(r.ms)} ms, ${String(r.bytes)} bytes, max RSS ${String(r.max_rss_mb)} MB, peak heap ${String(r.peak_heap_mb)} MB`])),
+      ...Object.fromEntries(renders.map((r) => [`render_${String(r.format)}`, `${String(r.rows)} rows, ${String(r.ms)} ms, ${String(r.bytes)} bytes, RSS ${String(r.baseline_rss_mb)} MB before, ${String(r.max_rss_mb)} MB peak`])),
     };
   },
 };

@@ -1,8 +1,7 @@
 import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activity';
-import { nativePool } from '../../db/pool.ts';
 import { refreshRollup, scopesWithRevenue } from '../../domain/analytics/queries.ts';
-import { countRows, reportChart, reportRows, reportSource, reportTotals, type ReportParams, type Row } from '../../domain/analytics/report-data.ts';
-import { FORMAT_FILES, renderReport } from '../../domain/analytics/render.ts';
+import { FORMAT_FILES } from '../../domain/analytics/render.ts';
+import { renderInThread, type RenderJob } from '../../domain/analytics/render-runner.ts';
 import {
   cancelReportRecord, completeReport, downloadSigner, failReport, markReportRunning, preparePartFile, publishFile, purgeExpiredReportFiles,
   recordProgress, recordReport, removeReportFiles,
@@ -41,46 +40,46 @@ export function createAnalyticsActivities(deps: AnalyticsActivityDeps) {
     async renderReportFile(input: ReportWorkflowInput): Promise<RenderedFile> {
       const ctx = Context.current();
       const ref: ReportRef = { reportId: input.reportId, accountId: input.accountId, livemode: input.livemode, requestId: input.requestId };
-      const pool = await nativePool(orm);
-      const params: ReportParams = {
-        scope: { accountId: input.accountId, livemode: input.livemode }, reportType: input.reportType,
-        start: input.start, end: input.end, timezone: input.timezone, filters: input.filters,
-      };
+      const scenario = input.livemode ? undefined : input.filters.sandbox_scenario;
+      if (scenario === 'render_failure') {
+        // Fails for good (not retried), as a renderer that cannot handle the data would.
+        throw ApplicationFailure.create({ type: 'SandboxRenderFailure', message: 'sandbox scenario render_failure: the renderer failed on purpose', nonRetryable: true });
+      }
       const part = await preparePartFile(config, input.accountId, input.reportId, ctx.info.attempt);
       const heartbeat = setInterval(() => ctx.heartbeat(), 1000);
       try {
         ctx.heartbeat();
-        const [total, totals, chart] = await Promise.all([countRows(pool, params), reportTotals(pool, params), reportChart(pool, params)]);
-        const source = reportSource(input.reportType);
-        const scenario = input.livemode ? undefined : input.filters.sandbox_scenario;
-        if (scenario === 'render_failure') {
-          // Fails for good (not retried), as a renderer that cannot handle the data would.
-          throw ApplicationFailure.create({ type: 'SandboxRenderFailure', message: 'sandbox scenario render_failure: the renderer failed on purpose', nonRetryable: true });
-        }
-        const chartCurrency = chart ? (totals.lines.find((l) => l.currency)?.currency ?? null) : null;
-        // Holds on the first attempt only: a retry (after a worker died mid-render) runs through.
-        const rows: AsyncIterable<Row> = scenario === 'hold_at_half' && ctx.info.attempt === 1
-          ? holdAtHalf(reportRows(pool, params), total, ctx, () => recordProgress(orm, ref, 50))
-          : reportRows(pool, params);
-        const rendered = await renderReport(input.format, part, {
-          title: source.title, section: source.section,
+        const job: RenderJob = {
+          databaseUrl: orm.config.get('clientUrl')!,
+          params: {
+            scope: { accountId: input.accountId, livemode: input.livemode }, reportType: input.reportType,
+            start: input.start, end: input.end, timezone: input.timezone, filters: input.filters,
+          },
+          format: input.format, path: part,
           parameters: [
             ['Report', input.reportType], ['Report id', input.reportId], ['From', input.start], ['To', input.end], ['Time zone', input.timezone],
             ...(input.currency ? [['Currency', input.currency] as [string, string]] : []),
             ...Object.entries(input.filters).filter(([k]) => k !== 'sandbox_scenario').map(([k, v]) => [`Filter ${k}`, Array.isArray(v) ? v.join(', ') : String(v)] as [string, string]),
             ['Mode', input.livemode ? 'live' : 'test'],
           ],
-          columns: source.columns, totals, chart, chartCurrency, rows,
-          signal: ctx.cancellationSignal,
-          async onProgress(done) {
+          // Holds on the first attempt only: a retry (after a worker died mid-render) runs through.
+          holdAtHalf: scenario === 'hold_at_half' && ctx.info.attempt === 1,
+        };
+        const rows = await renderInThread(job, ctx.cancellationSignal, {
+          async progress(done, total) {
             ctx.heartbeat({ rows: done });
             await recordProgress(orm, ref, total === 0 ? 99 : Math.min(99, Math.floor((done / total) * 100)));
+          },
+          async held() {
+            await recordProgress(orm, ref, 50);
+            const deadline = Date.now() + HOLD_LIMIT_MS;
+            while (!ctx.cancellationSignal.aborted && Date.now() < deadline) await ctx.sleep(250).catch(() => undefined);
           },
         });
         const file = FORMAT_FILES[input.format];
         const fileName = `${input.reportId}.${file.extension}`;
         const size = await publishFile(part, config, input.accountId, fileName);
-        return { fileName, size, rows: rendered, contentType: file.contentType };
+        return { fileName, size, rows, contentType: file.contentType };
       } catch (err) {
         await removeReportFiles(config, input.accountId, input.reportId).catch(() => undefined);
         if (ctx.cancellationSignal.aborted) throw new CancelledFailure('report canceled');
@@ -103,29 +102,3 @@ export function createAnalyticsActivities(deps: AnalyticsActivityDeps) {
 }
 
 export type AnalyticsActivities = ReturnType<typeof createAnalyticsActivities>;
-
-/**
- * Sandbox scenario `hold_at_half`: yields the first half of the rows, then waits (heartbeating)
- * until the render is canceled or `HOLD_LIMIT_MS` passed, so tests can cancel mid-way.
- */
-async function* holdAtHalf(rows: AsyncIterable<Row>, total: number, ctx: Context, onHold: () => Promise<void>): AsyncGenerator<Row> {
-  let n = 0;
-  const half = Math.max(1, Math.floor(total / 2));
-  for await (const r of rows) {
-    if (n === half) {
-      await onHold();
-      await recordHold(ctx);
-    }
-    n += 1;
-    yield r;
-  }
-}
-
-async function recordHold(ctx: Context): Promise<void> {
-  const deadline = Date.now() + HOLD_LIMIT_MS;
-  while (!ctx.cancellationSignal.aborted && Date.now() < deadline) {
-    ctx.heartbeat({ held: true });
-    await Promise.race([ctx.sleep(250).catch(() => undefined), ctx.cancelled.catch(() => undefined)]);
-  }
-  if (ctx.cancellationSignal.aborted) throw new CancelledFailure('report canceled');
-}

@@ -56,10 +56,15 @@ export function isTimeZone(tz: string): boolean {
   }
 }
 
+/** Zones PostgreSQL confirmed (its list is fixed for the server's life; reading it costs a scan). */
+const knownZones = new Set<string>(['UTC']);
+
 /** Refuses a zone PostgreSQL does not know (422 naming `path`). */
 export async function assertTimeZone(em: EntityManager, timezone: string, path = 'timezone'): Promise<void> {
+  if (knownZones.has(timezone)) return;
   const zone = await em.execute<{ ok: boolean }[]>('select exists (select 1 from pg_timezone_names where name = ?) as ok', [timezone]);
   if (!zone[0]?.ok) throw validationFailed([{ path, message: `unknown IANA time zone '${timezone}'; use a name such as Europe/Berlin or America/New_York` }]);
+  if (knownZones.size < 1000) knownZones.add(timezone);
 }
 
 /**

@@ -1,8 +1,8 @@
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { stringify } from 'csv-stringify';
-import ExcelJS from 'exceljs';
-import PDFDocument from 'pdfkit';
+import type ExcelJSModule from 'exceljs';
+import type PDFDocumentClass from 'pdfkit';
 import { toDecimalString } from '../money.ts';
 import { PAGE_ROWS, majorValue, type Column, type Row, type Totals } from './report-data.ts';
 import type { ReportFormat } from './schemas.ts';
@@ -135,7 +135,9 @@ async function renderJson(path: string, input: RenderInput): Promise<number> {
   return n;
 }
 
+// The renderers' libraries are loaded by the format that needs them (exceljs alone weighs ~40 MB).
 async function renderExcel(path: string, input: RenderInput): Promise<number> {
+  const ExcelJS: typeof ExcelJSModule = (await import('exceljs')).default;
   const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ filename: path, useStyles: true, useSharedStrings: false });
   workbook.creator = 'Business Platform';
   const summary = workbook.addWorksheet('Summary', { views: [{ state: 'frozen', ySplit: 1 }] });
@@ -181,6 +183,7 @@ const PAGE = { size: 'A4' as const, layout: 'landscape' as const, margin: 36 };
 const ROW_HEIGHT = 14;
 
 async function renderPdf(path: string, input: RenderInput): Promise<number> {
+  const PDFDocument: typeof PDFDocumentClass = (await import('pdfkit')).default;
   const doc = new PDFDocument({ size: PAGE.size, layout: PAGE.layout, margin: PAGE.margin, bufferPages: false, info: { Title: input.title } });
   const out = createWriteStream(path);
   doc.pipe(out);

@@ -4,9 +4,9 @@ import type { Scope } from '../scope.ts';
 import type { ReportFilters, ReportType } from './schemas.ts';
 
 /**
- * What each report type holds: its columns, its rows (read in keyset pages of `PAGE_ROWS`, so a
- * report of any size streams with bounded memory, and a retried render restarts cheaply), its
- * totals and the daily series of its chart. Everything is read through the analytics views.
+ * What each report type holds: its columns, its rows (read through a server-side cursor,
+ * `PAGE_ROWS` at a time, so a report of any size streams with bounded memory), its totals and
+ * the daily series of its chart. Everything is read through the analytics views.
  */
 
 export type ColumnType = 'string' | 'date' | 'timestamp' | 'integer' | 'money';
@@ -42,7 +42,7 @@ interface Source {
   columns: Column[];
   /** select list + from + where; `$1` account, `$2` livemode, `$3` start, `$4` end, `$5` tz, `$6` filters json. */
   from: string;
-  /** Keyset: the ordering expressions (unique together). */
+  /** The ordering expressions (unique together): a report's rows always come in the same order. */
   order: [string, string];
   totals: string;
   chart: string | null;
@@ -182,23 +182,30 @@ export async function reportChart(pool: Pool, p: ReportParams): Promise<{ date: 
 }
 
 /**
- * Every row, page by page after the last key seen (keyset), as an async iterable; memory holds
- * one page at a time.
+ * Every row, through a server-side cursor (`DECLARE … CURSOR` in a read-only transaction on a
+ * connection of its own, `FETCH 1000` at a time), as an async iterable: memory holds one page.
  */
 export async function* reportRows(pool: Pool, p: ReportParams): AsyncGenerator<Row> {
   const s = SOURCES[p.reportType];
-  let after: [unknown, unknown] | null = null;
-  for (;;) {
-    const keyset: string = after ? `and (${s.order[0]}, ${s.order[1]}) > ($7, $8::text)` : '';
-    const sql: string = `${s.from} ${keyset} order by ${s.order[0]}, ${s.order[1]} limit ${PAGE_ROWS}`;
-    const { rows }: { rows: (Row & { k1: unknown; k2: unknown })[] } = await pool.query<Row & { k1: unknown; k2: unknown }>(sql, after ? [...args(p), ...after] : args(p));
-    for (const r of rows) {
-      const { k1: _k1, k2: _k2, ...rest } = r;
-      yield rest;
+  const client = await pool.connect();
+  let committed = false;
+  try {
+    await client.query('begin read only');
+    await client.query(`declare report_rows no scroll cursor for ${s.from} order by ${s.order[0]}, ${s.order[1]}`, args(p));
+    for (;;) {
+      const { rows }: { rows: (Row & { k1: unknown; k2: unknown })[] } = await client.query(`fetch ${PAGE_ROWS} from report_rows`);
+      for (const r of rows) {
+        const { k1: _k1, k2: _k2, ...rest } = r;
+        yield rest;
+      }
+      if (rows.length < PAGE_ROWS) break;
     }
-    if (rows.length < PAGE_ROWS) return;
-    const last: Row & { k1: unknown; k2: unknown } = rows.at(-1)!;
-    after = [last.k1, last.k2];
+    await client.query('commit');
+    committed = true;
+  } finally {
+    // A consumer that stopped early or an error: end the transaction before the connection goes back.
+    if (!committed) await client.query('rollback').catch(() => undefined);
+    client.release();
   }
 }
 
