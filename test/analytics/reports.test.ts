@@ -21,7 +21,7 @@ let http: Http;
 let key: string;
 let accountId: string;
 
-usePlatform({ worker: true, ownAccount: true, env: { ANALYTICS_REPORTS_DIR: dir, ANALYTICS_REPORT_RETENTION_DAYS: '3' } }, (t) => ({ platform, http, key, accountId } = t));
+usePlatform({ worker: true, ownAccount: true, env: { ANALYTICS_REPORTS_DIR: dir, ANALYTICS_REPORT_RETENTION_DAYS: '3', RATE_LIMIT_PER_MINUTE: '10000' } }, (t) => ({ platform, http, key, accountId } = t));
 
 const RANGE = { start: '2025-03-01', end: '2025-03-31' };
 let customers: string[] = [];

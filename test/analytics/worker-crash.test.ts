@@ -17,7 +17,7 @@ let accountId: string;
 const workers = workerProcesses(() => platform, { WORKER_AREAS: 'analytics', ANALYTICS_REPORTS_DIR: dir });
 
 // No in-process worker: the workers are child processes this file can kill.
-usePlatform({ ownAccount: true, env: { ANALYTICS_REPORTS_DIR: dir } }, (t) => ({ platform, http, key, accountId } = t));
+usePlatform({ ownAccount: true, env: { ANALYTICS_REPORTS_DIR: dir, RATE_LIMIT_PER_MINUTE: '10000' } }, (t) => ({ platform, http, key, accountId } = t));
 afterAll(() => workers.killAll());
 
 describe('a worker killed mid-report', () => {
