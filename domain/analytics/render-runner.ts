@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { RenderJob } from './render-thread.ts';
 
@@ -10,6 +12,12 @@ export type { RenderJob };
  */
 const RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 256 };
 
+/** The thread's module: the `.ts` source, or its compiled `.js` under dist/. */
+const THREAD_MODULE = (() => {
+  const path = fileURLToPath(new URL('./render-thread.ts', import.meta.url));
+  return existsSync(path) ? path : path.replace(/\.ts$/, '.js');
+})();
+
 export interface RenderCallbacks {
   progress(rows: number, total: number): Promise<void>;
   /** The sandbox hold was reached: resolve to let the render carry on. */
@@ -19,7 +27,7 @@ export interface RenderCallbacks {
 /** Renders `job` in a worker thread (render-thread.ts); an abort terminates the thread. Resolves with the rows written. */
 export function renderInThread(job: RenderJob, signal: AbortSignal, on: RenderCallbacks): Promise<number> {
   return new Promise<number>((resolve, reject) => {
-    const worker = new Worker(new URL('./render-thread.ts', import.meta.url), { workerData: job, resourceLimits: RESOURCE_LIMITS });
+    const worker = new Worker(THREAD_MODULE, { workerData: job, resourceLimits: RESOURCE_LIMITS });
     let settled = false;
     let chain = Promise.resolve();
     let doneRows: number | undefined;
