@@ -16,7 +16,7 @@ const REPORT_ROWS = 100_000;
  * canceled), a paid invoice per month collected by a payment, 40,000 one-time payments, 2,000
  * refunds and 30,000 orders, spread over the last 365 days.
  */
-async function seedYear(platform: BenchPlatform, accountId: string): Promise<void> {
+export async function seedYear(platform: BenchPlatform, accountId: string): Promise<void> {
   const q = (sql: string) => platform.sql(sql, [accountId]);
   await q(`insert into customers (id, account_id, livemode, email, created_at, updated_at)
            select 'cus_b' || lpad(g::text, 6, '0'), $1, false, 'c' || g || '@example.com', now() - interval '400 days', now()
