@@ -81,11 +81,31 @@ interface Series {
   daysWithData: number;
 }
 
+/**
+ * Histories read from the rollup alone, by what they depend on: once the rollup's watermark is past
+ * today's local midnight, everything up to yesterday comes from the rollup, which changes only when
+ * it is refreshed (`refreshed_at` is in the key).
+ */
+const historyCache = new Map<string, Series>();
+
 /** Daily history from the first day with revenue up to yesterday (today is still partial). */
 async function dailyHistory(em: EntityManager, scope: Scope, converter: Converter, today: string, timezone: string): Promise<Series> {
+  const [state] = await em.execute<{ covers: boolean; refreshed_at: string }[]>(
+    `select refreshed_through >= ((?::date)::timestamp at time zone ?) as covers, refreshed_at::text as refreshed_at
+       from analytics_rollup_state where account_id = ? and livemode = ?`,
+    [today, timezone, scope.accountId, scope.livemode],
+  );
+  const key = state?.covers ? [scope.accountId, scope.livemode, converter.target, timezone, today, state.refreshed_at].join('|') : null;
+  const hit = key ? historyCache.get(key) : undefined;
+  if (hit) return hit;
   const window: DateWindow = { start: addDays(today, -HISTORY_DAYS), end: addDays(today, -1), timezone };
   const s = await dailyRevenueSeries(em, scope, window, converter);
-  return { dates: s.dates, values: s.values, daysWithData: s.daysWithData };
+  const series = { dates: s.dates, values: s.values, daysWithData: s.daysWithData };
+  if (key && converter.missing.size === 0) {
+    historyCache.set(key, series);
+    if (historyCache.size > CACHE_SIZE) historyCache.delete(historyCache.keys().next().value!);
+  }
+  return series;
 }
 
 /** Complete buckets only (a week or month still running at the end is left out). */
