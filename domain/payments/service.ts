@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
 import type { Pool } from 'pg';
 import { notFound } from '../../platform/errors.ts';
 import { recordEvent } from '../events/outbox.ts';
@@ -15,8 +15,6 @@ import type { PaymentGateways } from './gateways/index.ts';
  * can never disagree about whether a payment exists), read by the API. Every status change and its
  * event (`payment.succeeded`, `payment.failed`, `payment.refunded`) are one transaction.
  */
-const PESSIMISTIC_WRITE = 4;
-
 export function transferView(t: PaymentTransfer): TransferView {
   return {
     id: t.id, object: 'transfer', destination: t.destination, amount: t.amount, currency: t.currency, status: t.status,
@@ -187,7 +185,7 @@ export async function recordPayment(em: EntityManager, input: PaymentWorkflowInp
 /** Applies the gateway's answer once; a repeated call returns the payment as it is. */
 export async function completeCharge(em: EntityManager, scope: Scope, paymentId: string, result: ChargeResult, requestId: string | null): Promise<PaymentView> {
   return em.transactional(async (tx) => {
-    const payment = await tx.findOne(Payment, { id: paymentId }, { lockMode: PESSIMISTIC_WRITE });
+    const payment = await tx.findOne(Payment, { id: paymentId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!payment) throw notFound('payment', paymentId);
     if (payment.status !== 'processing') return loadView(tx, payment);
     payment.gatewayReference = result.reference;
@@ -221,7 +219,7 @@ export async function completeCharge(em: EntityManager, scope: Scope, paymentId:
 /** A payment the gateway could not charge at all (rejected request, or retries exhausted). */
 export async function failPayment(em: EntityManager, scope: Scope, paymentId: string, code: string, message: string, requestId: string | null): Promise<PaymentView> {
   return em.transactional(async (tx) => {
-    const payment = await tx.findOne(Payment, { id: paymentId }, { lockMode: PESSIMISTIC_WRITE });
+    const payment = await tx.findOne(Payment, { id: paymentId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!payment) throw notFound('payment', paymentId);
     if (payment.status !== 'processing') return loadView(tx, payment);
     payment.status = 'failed';
@@ -359,10 +357,10 @@ function refundRowView(r: RefundRow): RefundView {
 /** The gateway refunded: the refund succeeds and the payment shows it, with `payment.refunded`. */
 export async function completeRefund(em: EntityManager, scope: Scope, refundId: string, gatewayReference: string, requestId: string | null): Promise<RefundView> {
   return em.transactional(async (tx) => {
-    const refund = await tx.findOne(PaymentRefund, { id: refundId }, { lockMode: PESSIMISTIC_WRITE });
+    const refund = await tx.findOne(PaymentRefund, { id: refundId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!refund) throw notFound('refund', refundId);
     if (refund.status !== 'pending') return refundView(refund);
-    const payment = await tx.findOne(Payment, { id: refund.paymentId }, { lockMode: PESSIMISTIC_WRITE });
+    const payment = await tx.findOne(Payment, { id: refund.paymentId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!payment) throw notFound('payment', refund.paymentId);
     refund.status = 'succeeded';
     refund.gatewayReference = gatewayReference;
@@ -386,7 +384,7 @@ export async function completeRefund(em: EntityManager, scope: Scope, refundId: 
 /** The gateway refused the refund: release the reservation (atomic decrement) and fail the refund. */
 export async function failRefund(em: EntityManager, refundId: string, message: string): Promise<RefundView> {
   return em.transactional(async (tx) => {
-    const refund = await tx.findOne(PaymentRefund, { id: refundId }, { lockMode: PESSIMISTIC_WRITE });
+    const refund = await tx.findOne(PaymentRefund, { id: refundId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!refund) throw notFound('refund', refundId);
     if (refund.status !== 'pending') return refundView(refund);
     refund.status = 'failed';
