@@ -2,7 +2,7 @@ import Stripe from 'stripe';
 import { cardBrand, fullExpiryYear, type CardBrand, type CardInput, type CardOnFile } from '../cards.ts';
 import {
   CardRejectedError, GatewayRejectedError, GatewayUnavailableError,
-  type ChargeRequest, type ChargeResult, type PaymentGateway, type RefundRequest, type ReversalRequest, type TransferRequest, type TransferResult,
+  type BalanceRequest, type ChargeRequest, type ChargeResult, type PaymentGateway, type RefundRequest, type ReversalRequest, type TransferRequest, type TransferResult,
 } from './types.ts';
 import { fromStripeAmount, toStripeAmount } from './stripe-amounts.ts';
 
@@ -132,6 +132,11 @@ export class StripeGateway implements PaymentGateway {
     }
   }
 
+  /**
+   * A transfer to a connected account. Without `source_transaction` Stripe pays it out of the
+   * platform's available balance and refuses it (`balance_insufficient`) when that is short: this
+   * is what a split funded by the platform balance (chargeReference null) relies on.
+   */
   async transfer(req: TransferRequest): Promise<TransferResult> {
     const amount = toStripeAmount(req.currency, req.amount);
     try {
@@ -143,6 +148,17 @@ export class StripeGateway implements PaymentGateway {
       const mapped = mapError(err);
       if (mapped instanceof GatewayRejectedError) return { outcome: 'failed', code: mapped.code, message: mapped.message };
       throw mapped;
+    }
+  }
+
+  /** The platform's available balance in the currency (GET /v1/balance); none listed is 0. */
+  async balance(req: BalanceRequest): Promise<{ available: number }> {
+    try {
+      const balance = await this.stripe.balance.retrieve();
+      const entry = balance.available.find((b) => b.currency.toLowerCase() === req.currency.toLowerCase());
+      return { available: entry ? fromStripeAmount(req.currency, entry.amount) : 0 };
+    } catch (err) {
+      throw mapError(err);
     }
   }
 
