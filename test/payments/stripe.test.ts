@@ -78,6 +78,22 @@ describe('the Stripe adapter against stripe-mock', () => {
     expect(test.body).toMatchObject({ status: 'succeeded', gateway: 'sandbox' });
   });
 
+  it('funds a live split without a card from the Stripe balance: GET /v1/balance first, and nothing moves when it is short', async () => {
+    calls.length = 0;
+    const live = await platform.newKey({ type: 'live' });
+    const { available } = await platform.paymentGateways.stripe!.balance({ merchant: 'any', currency: 'USD' });
+    calls.length = 0;
+    // More than stripe-mock's fixed balance: refused before any transfer.
+    const total = available / 100 + 50;
+    const res = await http('/v3/payments/marketplace/split', { key: live, body: { total_amount: total, platform_fee: 0, splits: [{ destination: 'acct_live_seller', amount: total }] } });
+    expect(res.status, res.text).toBe(402);
+    expect(res.body).toMatchObject({
+      code: 'balance_insufficient', available,
+      payment: { gateway: 'stripe', livemode: true, funding: 'platform_balance', payment_method: null, status: 'failed', split: { status: 'canceled' } },
+    });
+    expect(calls.map((c) => `${c.method} ${c.path} ${c.status}`)).toEqual(['GET /v1/balance 200']);
+  });
+
   it('lets an admin put one account\'s live payments on the sandbox (per-account gateway choice)', async () => {
     const accountId = await platform.newAccount();
     const admin = await http('/admin/trpc/payments.setLiveGateway', {
