@@ -108,7 +108,7 @@ export function createPaymentActivities({ orm, paymentGateways: gateways }: Paym
       if (t.status !== 'pending') return recordTransferResult(em, t.id, { outcome: 'paid', reference: t.gatewayReference ?? '' });
       const result = await withHeartbeat(() => gateway(input.gateway).transfer({
         idempotencyKey: gatewayKeys.transfer(t.id), merchant: gatewayMerchant(input), destination: t.destination, amount: t.amount, currency: t.currency,
-        chargeReference: payment.funding === 'platform_balance' ? null : payment.gatewayReference ?? '', group: input.paymentId,
+        chargeReference: payment.funding === 'platform_balance' ? null : payment.gatewayChargeReference ?? payment.gatewayReference ?? '', group: input.paymentId,
       })).catch(rethrow);
       return recordTransferResult(em, t.id, result);
     },

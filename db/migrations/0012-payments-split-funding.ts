@@ -3,7 +3,9 @@ import { Migration } from '@mikro-orm/migrations';
 /**
  * Marketplace splits without a card: a payment is funded by a card (`funding = 'card'`, every payment
  * before this) or by the platform's gateway balance (`'platform_balance'`, no charge, so no card
- * columns). The sandbox gateway keeps each account's balance: charges and transfers record the
+ * columns). `gateway_charge_reference`: the gateway's own charge behind a payment (Stripe's `ch_…`,
+ * where `gateway_reference` is the PaymentIntent), the `source_transaction` of a card-funded split's
+ * transfers. The sandbox gateway keeps each account's balance: charges and transfers record the
  * gateway account (`merchant`, `<account id>:<live|test>`) so it can be computed from its ledger.
  */
 export class Migration0012PaymentsSplitFunding extends Migration {
@@ -14,6 +16,7 @@ export class Migration0012PaymentsSplitFunding extends Migration {
       alter table payments
         add column funding text not null default 'card' check (funding in ('card', 'platform_balance')),
         add column balance_available bigint null,
+        add column gateway_charge_reference text null,
         alter column card_brand drop not null,
         alter column card_last4 drop not null,
         alter column card_exp_month drop not null,
@@ -35,7 +38,7 @@ export class Migration0012PaymentsSplitFunding extends Migration {
       alter table sandbox_gateway_charges drop column merchant;
       delete from payment_transfers where payment_id in (select id from payments where funding <> 'card');
       delete from payments where funding <> 'card';
-      alter table payments drop constraint payments_card_when_card_funded, drop column balance_available, drop column funding;
+      alter table payments drop constraint payments_card_when_card_funded, drop column gateway_charge_reference, drop column balance_available, drop column funding;
     `);
   }
 }

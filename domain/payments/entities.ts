@@ -25,6 +25,8 @@ export const Payment = defineEntity({
     fraudProtection: p.boolean(),
     gateway: p.string(),
     gatewayReference: p.string().nullable(),
+    /** The gateway's charge behind it when that is not gatewayReference (Stripe: the PaymentIntent's `ch_…`). */
+    gatewayChargeReference: p.string().nullable(),
     /** What paid for it: a card charge, or (marketplace splits only) the platform's gateway balance. */
     funding: p.enum(PAYMENT_FUNDINGS).default('card'),
     /** Card columns: null for a payment funded by the platform balance. */

@@ -154,6 +154,7 @@ export async function recordPayment(em: EntityManager, input: PaymentWorkflowInp
       cardExpYear: input.card?.expYear ?? null,
       cardToken: input.card?.token ?? null,
       balanceAvailable: null,
+      gatewayChargeReference: null,
       riskScore: null,
       fees: null,
       settlementExpectedDate: null,
@@ -197,6 +198,7 @@ export async function completeCharge(em: EntityManager, scope: Scope, paymentId:
     if (!payment) throw notFound('payment', paymentId);
     if (payment.status !== 'processing') return loadView(tx, payment);
     payment.gatewayReference = result.reference;
+    if (result.outcome === 'succeeded') payment.gatewayChargeReference = result.chargeReference ?? null;
     payment.riskScore = result.riskScore;
     const transfers = payment.kind === 'marketplace_split' ? await tx.find(PaymentTransfer, { paymentId }) : [];
     if (result.outcome === 'succeeded') {

@@ -198,7 +198,7 @@ describe('Stripe amounts on the wire', () => {
     }
   });
 
-  it('pays a balance-funded transfer with no source_transaction, and reads the balance from GET /v1/balance', async () => {
+  it('pays a balance-funded transfer with no source_transaction (a card-funded one names its charge), and reads the balance from GET /v1/balance', async () => {
     const proxy = await recordingProxy(mock.url);
     try {
       const stripe = new StripeGateway({ apiKey: 'sk_test_stripemock', apiBase: proxy.url });
@@ -212,6 +212,13 @@ describe('Stripe amounts on the wire', () => {
       const form = proxy.bodies[0]!.form;
       expect(Object.fromEntries(form)).toMatchObject({ amount: '700', currency: 'usd', destination: 'acct_123', transfer_group: 'pay_balance' });
       expect(form.has('source_transaction')).toBe(false);
+
+      // A card-funded split's transfer names its charge as source_transaction (a ch_…; a PaymentIntent id is not a charge).
+      proxy.bodies.length = 0;
+      for (const [i, chargeReference] of ['ch_3MmlLrLkdIwHu7ix0snN0B15', 'pi_123'].entries()) {
+        await stripe.transfer({ idempotencyKey: `tr_card_${i}:transfer`, merchant: 'acct_stripemock:live', destination: 'acct_123', amount: 700, currency: 'USD', chargeReference, group: 'pay_card' });
+      }
+      expect(proxy.bodies.map((b) => b.form.get('source_transaction'))).toEqual(['ch_3MmlLrLkdIwHu7ix0snN0B15', null]);
     } finally {
       await proxy.close();
     }

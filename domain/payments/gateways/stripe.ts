@@ -102,7 +102,7 @@ export class StripeGateway implements PaymentGateway {
       case 'succeeded': {
         const bt = charge && typeof charge.balance_transaction === 'object' ? charge.balance_transaction : null;
         return {
-          outcome: 'succeeded', reference: intent.id, riskScore,
+          outcome: 'succeeded', reference: intent.id, chargeReference: charge?.id ?? null, riskScore,
           fees: bt ? fromStripeAmount(bt.currency, bt.fee) : null,
           settlementDate: bt?.available_on ? new Date(bt.available_on * 1000).toISOString().slice(0, 10) : null,
         };
@@ -133,15 +133,18 @@ export class StripeGateway implements PaymentGateway {
   }
 
   /**
-   * A transfer to a connected account. Without `source_transaction` Stripe pays it out of the
-   * platform's available balance and refuses it (`balance_insufficient`) when that is short: this
-   * is what a split funded by the platform balance (chargeReference null) relies on.
+   * A transfer to a connected account ("separate charges and transfers"). A card-funded split's
+   * transfers name their charge (`source_transaction: ch_…`), so they can go before the charge's
+   * funds are available. Without it (chargeReference null: a split funded by the platform balance;
+   * or a payment recorded before the charge id was kept, whose reference is the PaymentIntent)
+   * Stripe pays it out of the available balance and refuses it (`balance_insufficient`) when short.
    */
   async transfer(req: TransferRequest): Promise<TransferResult> {
     const amount = toStripeAmount(req.currency, req.amount);
     try {
       const transfer = await this.stripe.transfers.create({
         amount, currency: req.currency.toLowerCase(), destination: req.destination, transfer_group: req.group,
+        ...(req.chargeReference?.startsWith('ch_') ? { source_transaction: req.chargeReference } : {}),
       }, { idempotencyKey: req.idempotencyKey });
       return { outcome: 'paid', reference: transfer.id };
     } catch (err) {

@@ -33,6 +33,11 @@ export type ChargeResult =
   | {
     outcome: 'succeeded';
     reference: string;
+    /**
+     * The charge a transfer names as its source (`source_transaction`) when it is not `reference`:
+     * Stripe's `ch_…` behind the PaymentIntent `pi_…`. Absent: `reference` is the charge.
+     */
+    chargeReference?: string | null;
     fees: number | null;
     /** YYYY-MM-DD. */
     settlementDate: string | null;
@@ -60,7 +65,10 @@ export interface TransferRequest {
   destination: string;
   amount: number;
   currency: string;
-  /** The charge that funds it; null: paid out of the merchant's available balance (refused when it is short). */
+  /**
+   * The charge that funds it (its ChargeResult's `chargeReference`, else `reference`; Stripe sends a
+   * `ch_…` as `source_transaction`); null: paid out of the merchant's available balance (refused when short).
+   */
   chargeReference: string | null;
   /** Groups a payment's transfers at the gateway (our payment id). */
   group: string;
