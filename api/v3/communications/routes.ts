@@ -337,6 +337,7 @@ export const communicationsRoutes = [
   route({
     method: 'delete', path: '/v3/communications/numbers/{number_id}', operationId: 'releaseNumber', tag: 'Communications',
     summary: 'Release a number back to the carrier', permission: 'communications:write', status: 200, params: numberParams, response: phoneNumberSchema,
+    responses: { 409: { description: 'Already released (invalid_state_transition)' } },
     async handler({ deps, em, auth, params }) {
       return { body: await releaseNumber(em(), () => carrierFor(deps.telephony, auth), params.number_id) };
     },
