@@ -42,5 +42,5 @@ describe('a worker killed mid-call', () => {
     const history = await platform.temporal.client.workflow.getHandle(`call-${id}`).fetchHistory();
     const polled = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'fetchLeg');
     expect(polled.length).toBeGreaterThanOrEqual(1);
-  });
+  }, 120_000);
 });

@@ -1,4 +1,4 @@
-import { allHandlersFinished, condition, proxyActivities, setHandler, log } from '@temporalio/workflow';
+import { allHandlersFinished, condition, proxyActivities, proxyLocalActivities, setHandler, log } from '@temporalio/workflow';
 import type { CommunicationsActivities } from '../../activities/communications/index.ts';
 import { REFUSALS, refuse } from '../kit/failures.ts';
 import { recordStatus } from '../kit/search-attributes.ts';
@@ -8,6 +8,11 @@ import {
 } from './shared.ts';
 
 const db = proxyActivities<CommunicationsActivities>(DB_STEPS);
+/**
+ * Writing the call is the step the API's request waits for: a local activity (run by the worker
+ * that runs the workflow task, no task-queue round trip), retried like the other database steps.
+ */
+const first = proxyLocalActivities<CommunicationsActivities>({ ...DB_STEPS, localRetryThreshold: '10 seconds' });
 const carrier = proxyActivities<CommunicationsActivities>(CARRIER_STEPS);
 
 /** Poll the carrier after this many call seconds without a callback (lost callbacks, a dead worker). */
@@ -70,7 +75,7 @@ export async function callWorkflow(input: CallWorkflowInput): Promise<CallView> 
   });
 
   try {
-    const recorded = await db.recordCall(input);
+    const recorded = await first.recordCall(input);
     view = recorded.view;
     secondMs = recorded.secondMs;
   } catch (err) {

@@ -1,4 +1,4 @@
-import { allHandlersFinished, condition, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import { allHandlersFinished, condition, proxyActivities, proxyLocalActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { CommunicationsActivities } from '../../activities/communications/index.ts';
 import { REFUSALS, refuse } from '../kit/failures.ts';
 import { recordStatus } from '../kit/search-attributes.ts';
@@ -6,6 +6,8 @@ import { CARRIER_STEPS, DB_STEPS, awaitMessageAcceptedUpdate, messageStateQuery,
 
 const db = proxyActivities<CommunicationsActivities>(DB_STEPS);
 const provider = proxyActivities<CommunicationsActivities>(CARRIER_STEPS);
+/** Recording the message is what the request waits for: a local activity (no task-queue round trip). */
+const first = proxyLocalActivities<CommunicationsActivities>({ ...DB_STEPS, localRetryThreshold: '10 seconds' });
 
 /** Receipts are followed for this many message-time seconds at most (a recipient may never read it). */
 const FOLLOW_SECONDS = 24 * 3600;
@@ -29,7 +31,7 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
 
   let secondMs: number;
   try {
-    const recorded = await db.recordMessage(input);
+    const recorded = await first.recordMessage(input);
     view = recorded.view;
     secondMs = recorded.secondMs;
   } catch (err) {

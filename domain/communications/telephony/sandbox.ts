@@ -33,7 +33,7 @@ export const SANDBOX_UNDELIVERABLE = '+15005550003';
 export const SANDBOX_EXHAUSTED_AREA_CODE = '212';
 
 /** When (in call seconds after placing) each thing happens. */
-export const SANDBOX_TIMELINE = { initiated: 0.2, ringing: 1, answered: 4, talk: 30, longTalk: 3600, busyAt: 3, failedAt: 1, carrierRingLimit: 60 } as const;
+export const SANDBOX_TIMELINE = { initiated: 0.2, ringing: 1, answered: 4, talk: 30, longTalk: 3600, busyAt: 3, failedAt: 1, carrierRingLimit: 600 } as const;
 
 const NEARBY: Record<string, string[]> = {
   '212': ['646', '332', '917', '718', '347'],
@@ -154,7 +154,7 @@ export class SandboxTelephony implements TelephonyAdapter {
     add(T.ringing, { event: 'ringing' });
     if (row.scenario === 'busy') return end(Math.min(T.busyAt, hangupAt), hangupAt < T.busyAt ? 'canceled' : 'busy');
     if (row.scenario === 'no_answer') {
-      const giveUp = T.ringing + row.ring_timeout + T.carrierRingLimit;
+      const giveUp = T.ringing + T.carrierRingLimit; // like Twilio's longest timeout, whatever ours is
       return end(Math.min(giveUp, hangupAt), hangupAt < giveUp ? 'canceled' : 'no_answer');
     }
     if (hangupAt < T.answered) return end(hangupAt, 'canceled');
