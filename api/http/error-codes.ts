@@ -77,6 +77,7 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
   regulatory_address_required: doc(422, 'Regulatory Address Required', 'International numbers need the account\'s address on file.', 'Put it with PUT /v3/communications/address, then provision again.'),
   recording_not_found: doc(404, 'Not Found', 'The call was not recorded (record_call was false).', 'Set record_call to true when placing calls whose recording you need.'),
   recording_not_ready: doc(404, 'Not Found', 'The call has not completed yet, or was never answered, so there is no recording.', 'Wait for call.recording.ready (or poll the call until recording.status is ready).'),
+  extension_unavailable: doc(409, 'Conflict', 'The PBX extension a call should connect is busy, dnd or offline (`current_state`).', 'Wait until it is available, or call another extension.'),
   extension_taken: doc(409, 'Conflict', 'The PBX already has an extension with that number.', 'Choose another extension number, or update the existing one.'),
   messaging_app_not_found: doc(404, 'Not Found', 'No messaging app by that name; `messaging_apps` lists them.', 'Use whatsapp, sms or messenger.'),
   outside_service_window: doc(422, 'Outside Service Window', 'Free text on WhatsApp and Messenger is allowed only within 24 hours of the recipient\'s last message.', 'Send an approved template instead, or wait for the recipient to write.'),

@@ -3,6 +3,7 @@ import { communicationsAdminRouter } from '../../api/admin/communications/router
 import { communicationsRoutes } from '../../api/v3/communications/routes.ts';
 import { nativePool } from '../../db/pool.ts';
 import { Migration0050Communications } from '../../db/migrations/0050-communications.ts';
+import { Migration0051CommunicationsCallExtension } from '../../db/migrations/0051-communications-call-extension.ts';
 import { defineArea } from '../../platform/area.ts';
 import {
   Call, CallLeg, CallRate, CommsAddress, CommsAdminAction, CommsMessage, InboundMessage, Pbx, PbxExtension, PhoneNumber,
@@ -28,7 +29,10 @@ export const communicationsArea = defineArea({
   workflows: new URL('../../workflows/communications/index.ts', import.meta.url),
   activities: createCommunicationsActivities,
   entities: [PhoneNumber, CommsAddress, CallRate, Call, CallLeg, Pbx, PbxExtension, CommsMessage, InboundMessage, CommsAdminAction],
-  migrations: [{ name: '0050-communications', class: Migration0050Communications }],
+  migrations: [
+    { name: '0050-communications', class: Migration0050Communications },
+    { name: '0051-communications-call-extension', class: Migration0051CommunicationsCallExtension },
+  ],
   events: communicationsEvents,
   services: ({ orm }) => ({ telephony: createTelephony(() => nativePool(orm)) }),
   admin: { communications: communicationsAdminRouter },

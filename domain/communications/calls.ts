@@ -6,7 +6,7 @@ import { scopeColumns, type Scope } from '../scope.ts';
 import type { CallView, CallLegView } from './schemas.ts';
 import type { CallStatusValue, CallWorkflowInput } from '../../workflows/communications/shared.ts';
 import { statusRank } from '../../workflows/communications/shared.ts';
-import { Call, CallLeg, CallRate, PhoneNumber, type CallStatus } from './entities.ts';
+import { Call, CallLeg, CallRate, PbxExtension, PhoneNumber, type CallStatus } from './entities.ts';
 import { countryOf } from './phone.ts';
 import { callQuality, type QualitySample } from './quality.ts';
 import { CALL_CURRENCY, billedMinutes, callCost, defaultRate } from './rates.ts';
@@ -33,6 +33,7 @@ export function callView(c: Call, legs: CallLeg[]): CallView {
     caller_id_name: c.callerIdName ?? null,
     record_call: c.recordCall,
     routing_options: { ring_timeout: c.ringTimeout, fallback_number: c.fallbackNumber ?? null },
+    extension_id: c.extensionId ?? null,
     legs: [...legs].sort((a, b) => a.position - b.position).map(legView),
     duration: c.duration,
     billed_minutes: c.billedMinutes,
@@ -75,6 +76,33 @@ export async function rateFor(em: EntityManager, country: string): Promise<numbe
   return own ? own.perMinute : defaultRate(country);
 }
 
+/**
+ * An extension is `busy` while a call to it is in progress: set when the call is answered (only from
+ * `available`: `dnd` and `offline` are the user's own), back to `available` when it ends.
+ */
+async function setExtensionBusy(em: EntityManager, extensionId: string, busy: boolean): Promise<void> {
+  const ext = await em.findOne(PbxExtension, { id: extensionId });
+  if (!ext) return;
+  if (busy && ext.status === 'available') ext.status = 'busy';
+  else if (!busy && ext.status === 'busy') ext.status = 'available';
+  else return;
+  ext.updatedAt = new Date();
+}
+
+/** The extension a call connects: it must exist and be `available` (409 `extension_unavailable` otherwise). */
+export async function checkExtension(em: EntityManager, extensionId: string): Promise<void> {
+  const ext = await em.findOne(PbxExtension, { id: extensionId });
+  if (!ext) throw validationFailed([{ path: 'extension_id', message: `no PBX extension with id '${extensionId}' exists in this account` }]);
+  if (ext.status !== 'available') {
+    throw new ApiError({
+      status: 409, code: 'extension_unavailable', title: 'Conflict',
+      detail: `Extension ${ext.extension} is ${ext.status}; a call can connect only an available extension.`,
+      suggestion: ext.status === 'busy' ? 'Wait for its current call to end, or call another extension.' : 'Ask its user to become available, or call another extension.',
+      extensions: { current_state: ext.status },
+    });
+  }
+}
+
 /** `from_number` must be one of the account's active numbers with the voice feature. */
 export async function checkCallerNumber(em: EntityManager, from: string): Promise<void> {
   const number = await em.findOne(PhoneNumber, { number: from, status: 'active' });
@@ -98,7 +126,7 @@ export async function recordCall(em: EntityManager, input: CallWorkflowInput, wo
   return em.transactional(async (tx) => {
     const call = tx.create(Call, {
       id: input.callId, ...scopeColumns(scope), toNumber: input.toNumber, fromNumber: input.fromNumber, callerIdName: input.callerIdName,
-      recordCall: input.recordCall, ringTimeout: input.ringTimeout, fallbackNumber: input.fallbackNumber, status: 'queued',
+      recordCall: input.recordCall, ringTimeout: input.ringTimeout, fallbackNumber: input.fallbackNumber, extensionId: input.extensionId ?? null, status: 'queued',
       destinationCountry: country, duration: 0, billedMinutes: 0, cost: 0, ratePerMinute: rate, currency: CALL_CURRENCY,
       mos: null, jitterMs: null, packetLoss: null, latencyMs: null, recordingStatus: input.recordCall ? 'pending' : null, recordingDuration: null,
       failureCode: null, failureMessage: null, answeredAt: null, endedAt: null, workflowId,
@@ -154,6 +182,7 @@ export async function recordProgress(
       const before = call.status;
       call.status = callStatus;
       if (callStatus === 'in_progress' && !call.answeredAt) call.answeredAt = now;
+      if (callStatus === 'in_progress' && call.extensionId) await setExtensionBusy(tx, call.extensionId, true);
       call.updatedAt = now;
       if (before === 'queued') {
         await tx.flush();
@@ -216,6 +245,7 @@ export async function finishCall(em: EntityManager, scope: Scope, outcome: CallO
     }
     call.endedAt = now;
     call.updatedAt = now;
+    if (call.extensionId) await setExtensionBusy(tx, call.extensionId, false);
     await tx.flush();
     const view = await loadView(tx, call);
     recordEvent(tx, scope, { type: outcome.status === 'completed' ? 'call.completed' : 'call.failed', object: view, requestId: outcome.requestId });

@@ -86,6 +86,7 @@ export const Call = defineEntity({
     recordCall: p.boolean(),
     ringTimeout: p.integer(),
     fallbackNumber: p.string().nullable(),
+    extensionId: p.string().nullable(),
     status: p.enum(CALL_STATUSES),
     destinationCountry: p.string(),
     duration: p.integer().default(0),

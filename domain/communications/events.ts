@@ -9,7 +9,7 @@ type Message = z.input<typeof messageSchema>;
 
 const callExample = (status: Call['status'], recording: Call['recording'] = null): Call => ({
   id: 'call_01jpa7v0f4j6kn8r1w3y5a7c9e', object: 'call', livemode: false, status, to_number: '+14155550123', from_number: '+14155550100',
-  caller_id_name: 'Acme Support', record_call: recording !== null, routing_options: { ring_timeout: 30, fallback_number: null },
+  caller_id_name: 'Acme Support', record_call: recording !== null, routing_options: { ring_timeout: 30, fallback_number: null }, extension_id: null,
   legs: [{
     id: 'leg_01jpa7v0f4j6kn8r1w3y5a7c9f', object: 'call_leg', role: 'primary', to_number: '+14155550123', status,
     duration: status === 'completed' ? 30 : 0, answered_at: status === 'completed' ? ts : null, ended_at: status === 'initiated' ? null : end,

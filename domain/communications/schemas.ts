@@ -22,6 +22,7 @@ export const callSchema = z.object({
   caller_id_name: z.string().nullable(),
   record_call: z.boolean(),
   routing_options: z.object({ ring_timeout: z.number().int(), fallback_number: z.string().nullable() }),
+  extension_id: z.string().nullable().describe('The PBX extension the call connects (busy while the call is in progress).'),
   legs: z.array(callLegSchema),
   duration: z.number().int().describe('Talk time of the connected leg, in seconds.'),
   billed_minutes: z.number().int().describe('Started minutes of talk time.'),

@@ -12,7 +12,7 @@ import {
 } from '../../workflows/communications/shared.ts';
 import { findTestClock } from '../billing/public.ts';
 import type { Scope } from '../scope.ts';
-import { checkCallerNumber, findCallByRequestKey, getCall } from './calls.ts';
+import { checkCallerNumber, checkExtension, findCallByRequestKey, getCall } from './calls.ts';
 import type { MessageTemplate, MessagingApp } from './entities.ts';
 import { checkSender, checkServiceWindow, findMessageByRequestKey } from './messages.ts';
 import { carrierFor } from './numbers.ts';
@@ -32,6 +32,7 @@ export interface StartCallInput {
   recordCall: boolean;
   ringTimeout: number;
   fallbackNumber: string | null;
+  extensionId: string | null;
   metadata: Record<string, string>;
   requestIdempotencyKey: string | null;
   requestId: string | null;
@@ -52,6 +53,7 @@ export async function startCall(ctx: CommsContext, scope: Scope, input: StartCal
     throw validationFailed([{ path: 'routing_options.fallback_number', message: 'the fallback number must differ from to_number' }]);
   }
   await checkCallerNumber(ctx.em, input.fromNumber);
+  if (input.extensionId) await checkExtension(ctx.em, input.extensionId);
   try {
     return await startResource<typeof callWorkflow, CallView, []>(ctx.temporal, {
       workflowType: 'callWorkflow',

@@ -58,7 +58,8 @@ describe('calls on the sandbox carrier', () => {
     [TO.noAnswer, 'no_answer', 'no_answer'],
     [TO.failed, 'failed', 'carrier_error'],
   ])('%s ends as %s: no cost, no quality, call.failed', async (to, status, code) => {
-    const res = await place({ to_number: to, routing_options: { ring_timeout: 5 } });
+    // A short ring_timeout only where nobody answers; busy and failed come well before 60 s.
+    const res = await place({ to_number: to, routing_options: { ring_timeout: status === 'no_answer' ? 5 : 60 } });
     expect(res.status, res.text).toBe(201);
     const call = await waitForCall(http, key, res.body.id);
     expect(call).toMatchObject({ status, duration: 0, cost: 0, billed_minutes: 0, quality: null, failure: { code } });
@@ -90,7 +91,7 @@ describe('calls on the sandbox carrier', () => {
   });
 
   it('dials the fallback number once when the primary is busy; the answered fallback completes the call', async () => {
-    const res = await place({ to_number: TO.busy, routing_options: { fallback_number: TO.other, ring_timeout: 10 } });
+    const res = await place({ to_number: TO.busy, routing_options: { fallback_number: TO.other, ring_timeout: 60 } });
     const call = await waitForCall(http, key, res.body.id);
     expect(call).toMatchObject({ status: 'completed', duration: 30, cost: 2, routing_options: { fallback_number: TO.other } });
     expect(call.legs).toEqual([
@@ -101,7 +102,7 @@ describe('calls on the sandbox carrier', () => {
   });
 
   it('a failed primary and an unanswered fallback: no_answer with both legs; an answered call never dials its fallback', async () => {
-    const both = await waitForCall(http, key, (await place({ to_number: TO.failed, routing_options: { fallback_number: TO.noAnswer, ring_timeout: 5 } })).body.id);
+    const both = await waitForCall(http, key, (await place({ to_number: TO.failed, routing_options: { fallback_number: TO.noAnswer, ring_timeout: 15 } })).body.id);
     expect(both.status).toBe('no_answer');
     expect(both.legs.map((l: any) => [l.role, l.status])).toEqual([['primary', 'failed'], ['fallback', 'no_answer']]);
     const answered = await waitForCall(http, key, (await place({ to_number: TO.answered, routing_options: { fallback_number: TO.other } })).body.id);
@@ -174,6 +175,29 @@ describe('calls on the sandbox carrier', () => {
     expect(rec.body.code).toBe('recording_not_found');
   });
 
+  it('a call to a PBX extension makes it busy while in progress and available again after; a dnd extension refuses calls', async () => {
+    const pbx = (await http('/v3/communications/pbx', { key, body: { name: 'Support' } })).body.id;
+    const ext = (await http(`/v3/communications/pbx/${pbx}/extensions`, { key, body: { extension: '410', user_id: 'agent_1' } })).body;
+    const res = await place({ to_number: TO.longCall, extension_id: ext.id });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.extension_id).toBe(ext.id);
+    await waitForCall(http, key, res.body.id, (c) => c.status === 'in_progress');
+    const busy = await http(`/v3/communications/pbx/${pbx}/extensions`, { key });
+    expect(busy.body.extensions[0]).toMatchObject({ extension: '410', status: 'busy' });
+    const second = await place({ to_number: TO.answered, extension_id: ext.id });
+    expect(second.status).toBe(409);
+    expect(second.body).toMatchObject({ code: 'extension_unavailable', current_state: 'busy' });
+    expect((await http(`/v3/communications/calls/${res.body.id}/hangup`, { key, body: {} })).status).toBe(200);
+    expect((await http(`/v3/communications/pbx/${pbx}/extensions/${ext.id}`, { key })).body.status).toBe('available');
+    await http(`/v3/communications/pbx/${pbx}/extensions/${ext.id}`, { key, method: 'PATCH', body: { status: 'dnd' } });
+    const dnd = await place({ to_number: TO.answered, extension_id: ext.id });
+    expect(dnd.status).toBe(409);
+    expect(dnd.body.current_state).toBe('dnd');
+    const unknown = await place({ to_number: TO.answered, extension_id: 'ext_nope' });
+    expect(unknown.status).toBe(422);
+    expect(unknown.body.errors[0].path).toBe('extension_id');
+  });
+
   it('refuses bad input with 422 naming each field, and answers other accounts\' calls with 404', async () => {
     const bad = await http('/v3/communications/calls', {
       key, body: { to_number: '4155550123', from_number: '+1415555', caller_id_name: 'A\u0000B', routing_options: { ring_timeout: 1e20 } },
@@ -233,7 +257,7 @@ describe('calls on the sandbox carrier', () => {
       object: 'call_analytics', period: 'day', total_calls: calls.length, completed_calls: completed.length, total_duration: totalDuration,
       costs: { total: totalCost, billed_minutes: minutes, currency: 'USD' },
     });
-    expect(res.body.average_duration).toBeCloseTo(totalDuration / completed.length, 2);
+    expect(res.body.average_duration).toBe(Math.round((totalDuration / completed.length) * 100) / 100); // seconds, 2 decimals
     expect(res.body.costs.per_minute).toBe(2);
     const withMos = calls.filter((c) => c.quality);
     expect(res.body.call_quality.average_mos).toBeCloseTo(withMos.reduce((s, c) => s + c.quality.mos, 0) / withMos.length, 1);

@@ -47,6 +47,8 @@ export interface CallWorkflowInput {
   recordCall: boolean;
   ringTimeout: number;
   fallbackNumber: string | null;
+  /** The PBX extension the call connects (absent in histories recorded before it existed). */
+  extensionId?: string | null;
   metadata: Record<string, string>;
   primaryLegId: string;
   fallbackLegId: string;

@@ -44,6 +44,7 @@ const callBody = z.strictObject({
       .describe('Seconds to let it ring before the call ends as no_answer (default 30).'),
     fallback_number: phoneNumber.optional().describe('Dialed once when the call is busy, unanswered or failed.'),
   }).optional(),
+  extension_id: id.optional().describe('A PBX extension the call connects: it must be available, and is busy while the call is in progress.'),
   metadata: metadata.optional(),
 });
 
@@ -160,6 +161,7 @@ export const communicationsRoutes = [
       const call = await startCall(context(deps, em()), auth, {
         callId: await resourceId('call'), toNumber: body.to_number, fromNumber: body.from_number, callerIdName: body.caller_id_name ?? null,
         recordCall: body.record_call, ringTimeout: body.routing_options?.ring_timeout ?? 30, fallbackNumber: body.routing_options?.fallback_number ?? null,
+        extensionId: body.extension_id ?? null,
         metadata: body.metadata ?? {}, requestIdempotencyKey: requestKey(req), requestId,
       });
       return { body: call, headers: { Location: `/v3/communications/calls/${call.id}` } };
