@@ -9,7 +9,7 @@ import { statusRank } from '../../workflows/communications/shared.ts';
 import { Call, CallLeg, CallRate, PbxExtension, PhoneNumber, type CallStatus } from './entities.ts';
 import { countryOf } from './phone.ts';
 import { callQuality, type QualitySample } from './quality.ts';
-import { CALL_CURRENCY, billedMinutes, callCost, defaultRate } from './rates.ts';
+import { CALL_CURRENCY, DEFAULT_RATES, FALLBACK_RATE, billedMinutes, callCost, defaultRate } from './rates.ts';
 
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
 const num = (v: string | null | undefined) => (v === null || v === undefined ? null : Number(v));
@@ -101,6 +101,19 @@ export async function checkExtension(em: EntityManager, extensionId: string): Pr
       extensions: { current_state: ext.status },
     });
   }
+}
+
+/** The account's rate table: its own rates over the defaults, by country. */
+export async function rateTable(em: EntityManager) {
+  const own = await em.find(CallRate, {}, { orderBy: { country: 'asc' } });
+  const merged = new Map<string, { per_minute: number; source: 'account' | 'default' }>(
+    Object.entries(DEFAULT_RATES).map(([country, perMinute]) => [country, { per_minute: perMinute, source: 'default' }]),
+  );
+  for (const r of own) merged.set(r.country, { per_minute: r.perMinute, source: 'account' });
+  return {
+    object: 'call_rate_table' as const, currency: CALL_CURRENCY, default_per_minute: FALLBACK_RATE,
+    rates: [...merged.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([country, r]) => ({ country, ...r })),
+  };
 }
 
 /** `from_number` must be one of the account's active numbers with the voice feature. */

@@ -153,6 +153,13 @@ export const inboundMessageSchema = z.object({
   service_window_ends_at: z.iso.datetime().nullable().describe('Free text may be sent to `from` until then (WhatsApp and Messenger).'),
 }).meta({ id: 'InboundMessage' });
 
+export const callRatesSchema = z.object({
+  object: z.literal('call_rate_table'),
+  currency: z.string(),
+  default_per_minute: z.number().int().describe('Minor units per started minute for destinations not listed.'),
+  rates: z.array(z.object({ country: z.string(), per_minute: z.number().int(), source: z.enum(['account', 'default']) })),
+}).meta({ id: 'CallRateTable' });
+
 export type CallView = z.output<typeof callSchema>;
 export type CallLegView = z.output<typeof callLegSchema>;
 export type PhoneNumberView = z.output<typeof phoneNumberSchema>;

@@ -289,5 +289,15 @@ describe('calls on the sandbox carrier', () => {
     expect(await caller.communications.actions({ targetId: res.body.id })).toEqual([
       expect.objectContaining({ action: 'hangup', operator: 'ops@example.com', reason: 'stuck call reported by the customer' }),
     ]);
+
+    // An account's own rate for a country replaces the default in the table and on the next calls.
+    const accountId = found.account_id;
+    await caller.communications.setRate({ accountId, livemode: false, country: 'US', perMinute: 3, operator: 'ops@example.com', reason: 'negotiated rate' });
+    const table = await http('/v3/communications/rates', { key });
+    expect(table.status).toBe(200);
+    expect(table.body.rates.find((r: any) => r.country === 'US')).toEqual({ country: 'US', per_minute: 3, source: 'account' });
+    expect(table.body.rates.find((r: any) => r.country === 'GB')).toEqual({ country: 'GB', per_minute: 4, source: 'default' });
+    const priced = await waitForCall(http, key, (await place({ to_number: TO.answered })).body.id);
+    expect(priced).toMatchObject({ rate_per_minute: 3, cost: 3 });
   });
 });

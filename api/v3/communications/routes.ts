@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { callAnalytics } from '../../../domain/communications/analytics.ts';
-import { getCall, listCalls, recordingSource } from '../../../domain/communications/calls.ts';
+import { getCall, listCalls, rateTable, recordingSource } from '../../../domain/communications/calls.ts';
 import { MESSAGING_APPS, type MessagingApp } from '../../../domain/communications/entities.ts';
 import { getMessage, receiveInbound } from '../../../domain/communications/messages.ts';
 import {
@@ -13,7 +13,7 @@ import {
 } from '../../../domain/communications/pbx.ts';
 import { phoneNumber } from '../../../domain/communications/phone.ts';
 import {
-  addressSchema, availableNumbersSchema, callAnalyticsSchema, callSchema, inboundMessageSchema, messageSchema, pbxExtensionListSchema,
+  addressSchema, availableNumbersSchema, callAnalyticsSchema, callRatesSchema, callSchema, inboundMessageSchema, messageSchema, pbxExtensionListSchema,
   pbxExtensionSchema, pbxSchema, phoneNumberSchema,
 } from '../../../domain/communications/schemas.ts';
 import { hangupCall, requestNow, sendMessage, startCall, type CommsContext } from '../../../domain/communications/service.ts';
@@ -350,6 +350,15 @@ export const communicationsRoutes = [
     body: z.strictObject({ name: text(200), line1: text(200), city: text(100), postal_code: text(20), country }), response: addressSchema,
     async handler({ em, auth, body }) {
       return { body: await putAddress(em(), auth, { name: body.name, line1: body.line1, city: body.city, postalCode: body.postal_code, country: body.country }) };
+    },
+  }),
+
+  route({
+    method: 'get', path: '/v3/communications/rates', operationId: 'getCallRates', tag: 'Communications',
+    summary: 'The account\'s per-minute call rates by destination country (its own over the defaults)', permission: 'communications:read', status: 200,
+    response: callRatesSchema,
+    async handler({ em }) {
+      return { body: await rateTable(em()) };
     },
   }),
 
