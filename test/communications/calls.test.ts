@@ -78,7 +78,7 @@ describe('calls on the sandbox carrier', () => {
     expect(rows).toHaveLength(1);
     expect(rows[0]!.hung_up_at, 'the workflow hung up the ringing leg').not.toBeNull();
     const rang = (Date.parse(rows[0]!.hung_up_at!) - Date.parse(rows[0]!.placed_at)) / rows[0]!.second_ms;
-    expect(rang).toBeGreaterThanOrEqual(6); // about 7 call seconds (timer precision), well before the carrier's own limit (601)
+    expect(rang).toBeGreaterThanOrEqual(7); // at least 7 call seconds after the carrier placed it, well before the carrier's own limit (601)
     expect(rang).toBeLessThan(601);
   });
 

@@ -96,7 +96,6 @@ export async function callWorkflow(input: CallWorkflowInput): Promise<CallView> 
 
   async function runLeg(role: 'primary' | 'fallback', legId: string, to: string): Promise<LegEnd> {
     activeLeg = role;
-    const placedAt = Date.now();
     const legStatus = { value: 'queued' as CallStatusValue };
     let dialed: { carrierCallId: string };
     try {
@@ -106,7 +105,8 @@ export async function callWorkflow(input: CallWorkflowInput): Promise<CallView> 
       return { legId, status: 'failed', duration: 0, quality: [] };
     }
     carrierCallId = dialed.carrierCallId;
-    const ringDeadline = placedAt + input.ringTimeout * secondMs;
+    // Counted from when the carrier accepted the leg (not from before the dial, which may be retried).
+    const ringDeadline = Date.now() + input.ringTimeout * secondMs;
     let lastHeard = Date.now();
     const end = (state: LegProgress): LegEnd => ({ legId, ...state });
 
