@@ -70,7 +70,9 @@ function successContent(schema: z.ZodType) {
 
 function operation(spec: RouteSpec<any, any, any>): ZodOpenApiOperationObject {
   const responses: ZodOpenApiResponsesObject = {
-    [spec.status]: { description: 'Success', content: successContent(spec.response) },
+    [spec.status]: spec.binary
+      ? { description: spec.binary.description, content: { [spec.binary.mediaType]: {} } }
+      : { description: 'Success', content: successContent(spec.response) },
     ...errorResponses(spec),
   };
   for (const [status, extra] of Object.entries(spec.responses ?? {})) {

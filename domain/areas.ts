@@ -1,4 +1,5 @@
 import { billingArea } from './billing/area.ts';
+import { communicationsArea } from './communications/area.ts';
 import { commerceArea } from './commerce/area.ts';
 import { crmArea } from './crm/area.ts';
 import { customersArea } from './customers/area.ts';
@@ -20,4 +21,5 @@ export const AREAS = [
   commerceArea,
   crmArea,
   webhooksArea,
+  communicationsArea,
 ] as const;

@@ -32,6 +32,13 @@ export const ID_PREFIX = {
   testClock: 'clock',
   usageRecord: 'ur',
   taxRate: 'txr',
+  call: 'call',
+  callLeg: 'leg',
+  pbx: 'pbx',
+  pbxExtension: 'ext',
+  phoneNumber: 'pn',
+  commsMessage: 'cmsg',
+  commsAdminAction: 'cact',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

@@ -72,6 +72,17 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
 
   // The server
   service_unavailable: doc(503, 'Service Unavailable', 'PostgreSQL or Temporal is unreachable; nothing was changed.', 'Retry after the seconds in `Retry-After` with the same Idempotency-Key.'),
+  // Communications
+  telephony_not_configured: doc(503, 'Service Unavailable', 'No live telephony carrier is configured on this server; nothing was bought, dialed or sent.', 'Use a test key (the sandbox carrier), or configure a live carrier.'),
+  no_numbers_available: doc(409, 'Conflict', 'The carrier has no number left for that area code, country or type; `suggestions` lists nearby area codes.', 'Provision in one of the suggested area codes, or search with GET /v3/communications/numbers/available.'),
+  regulatory_address_required: doc(422, 'Regulatory Address Required', 'International numbers need the account\'s address on file.', 'Put it with PUT /v3/communications/address, then provision again.'),
+  recording_not_found: doc(404, 'Not Found', 'The call was not recorded (record_call was false).', 'Set record_call to true when placing calls whose recording you need.'),
+  recording_not_ready: doc(404, 'Not Found', 'The call has not completed yet, or was never answered, so there is no recording.', 'Wait for call.recording.ready (or poll the call until recording.status is ready).'),
+  extension_unavailable: doc(409, 'Conflict', 'The PBX extension a call should connect is busy, dnd or offline (`current_state`).', 'Wait until it is available, or call another extension.'),
+  extension_taken: doc(409, 'Conflict', 'The PBX already has an extension with that number.', 'Choose another extension number, or update the existing one.'),
+  messaging_app_not_found: doc(404, 'Not Found', 'No messaging app by that name; `messaging_apps` lists them.', 'Use whatsapp, sms or messenger.'),
+  outside_service_window: doc(422, 'Outside Service Window', 'Free text on WhatsApp and Messenger is allowed only within 24 hours of the recipient\'s last message.', 'Send an approved template instead, or wait for the recipient to write.'),
+  signature_invalid: doc(401, 'Unauthorized', 'An inbound message was not signed with the receiving number\'s inbound_secret, or its timestamp is too old.', 'Sign `webhook-id.webhook-timestamp.body` with the number\'s inbound_secret (Standard Webhooks).'),
   internal_error: doc(500, 'Internal Server Error', 'Something went wrong on our side; the request was not completed.', 'Retry with the same Idempotency-Key; if it keeps failing, contact support with the request_id.'),
 };
 

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { v3Routes } from '../../domain/registry.ts';
 import { advance, card, newClock, newPlan } from '../billing/support.ts';
 import { create, openShop, orderBody, stockedProduct, type Shop } from '../commerce/support.ts';
+import { communicationsFactories } from '../communications/support.ts';
 import { cardBody } from '../payments/support.ts';
 import { client } from '../support/http.ts';
 import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
@@ -23,6 +24,7 @@ let receiver: Receiver;
 /** Path parameters that name no record of the caller's (nothing to hide), with the reason. */
 const NOT_RESOURCE_IDS: Record<string, string> = {
   marketplace: 'a fixed marketplace name (amazon, ebay, …), the same for every account',
+  messaging_app: 'a fixed messaging app name (whatsapp, sms, messenger), the same for every account',
 };
 
 /** How each id parameter's resource is made with the owner's key; run once, in this order. */
@@ -65,6 +67,7 @@ const FACTORIES: Record<string, Factory> = {
     expect(event, res.text).toBeDefined();
     return event.id;
   },
+  ...communicationsFactories(() => http, () => owner),
 };
 
 /** A body each write route accepts from its owner, so that only the lookup can refuse it. */
@@ -82,6 +85,9 @@ const BODIES: Record<string, unknown> = {
   'patch /v3/crm/tasks/automation/{rule_id}': { enabled: false },
   'patch /v3/webhooks/{webhook_id}': { enabled: false },
   'post /v3/webhooks/{webhook_id}/test': { event_type: 'customer.updated' },
+  'post /v3/communications/pbx/{pbx_id}/extensions': { extension: '202' },
+  'patch /v3/communications/pbx/{pbx_id}/extensions/{extension_id}': { status: 'dnd' },
+  'post /v3/communications/calls/{call_id}/hangup': {},
 };
 
 /**
