@@ -32,6 +32,9 @@ export const ID_PREFIX = {
   testClock: 'clock',
   usageRecord: 'ur',
   taxRate: 'txr',
+  shipment: 'shp',
+  pickup: 'pku',
+  shippingClock: 'shclk',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;
