@@ -95,7 +95,7 @@ const pickupBody = z.strictObject({
   special_instructions: z.string().max(500).optional(),
   contact: z.strictObject({
     name: z.string().trim().min(1).max(100),
-    phone: z.string().min(3).max(32).refine((p) => parsePhoneNumber(p).valid, 'expected a phone number in international form, e.g. +14155550123'),
+    phone: z.string().max(32).refine((p) => parsePhoneNumber(p).valid, 'expected a phone number in international form, e.g. +14155550123'),
   }),
 });
 
@@ -129,6 +129,7 @@ export const shippingRoutes = [
     summary: 'Create a shipment for an order: the carrier sells the label; its journey runs in a workflow',
     permission: 'shipping:write', status: 201, temporal: true,
     body: createBody, response: shipmentSchema,
+    responses: { 404: { description: 'No such order in this account and mode (not_found)' } },
     async handler({ deps, em, auth, body, requestId, idempotencyKey, resourceId }) {
       const view = await createShipment(ctxOf(deps, em()), auth, { ...body, packages: parcels(body.packages) }, await resourceId('shipment'), { requestId, idempotencyKey });
       return { body: view, headers: { Location: `/v3/shipping/${view.id}` } };
@@ -169,6 +170,7 @@ export const shippingRoutes = [
     method: 'post', path: '/v3/shipping/pickup/schedule', operationId: 'schedulePickup', tag: 'Shipping',
     summary: 'Book a carrier pickup for shipments with a label (one carrier, one origin, a future business day, a window of 2 h or more)',
     permission: 'shipping:write', status: 201, temporal: true, body: pickupBody, response: pickupSchema,
+    responses: { 404: { description: 'A shipment of shipment_ids does not exist in this account and mode (not_found)' } },
     async handler({ deps, em, auth, body, idempotencyKey, resourceId }) {
       const view = await schedulePickup(ctxOf(deps, em()), auth, body, await resourceId('pickup'), idempotencyKey);
       return { body: view, headers: { Location: `/v3/shipping/pickups/${view.id}` } };
@@ -215,6 +217,10 @@ export const shippingRoutes = [
     summary: 'Tracking push from a carrier: verified by the carrier\'s signature, deduplicated by its event id',
     permission: 'shipping:write', status: 200, temporal: true,
     params: carrierParam, body: z.record(z.string(), jsonValue), response: pushReceiptSchema,
+    responses: {
+      401: { description: 'The carrier\'s signature does not verify (carrier_signature_invalid)' },
+      404: { description: 'Unknown carrier, or no shipment with the tracking number in this account and mode' },
+    },
     async handler({ deps, em, auth, params, body, req }) {
       const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v[0] : v]));
       return { body: await receivePush(em(), deps.temporal, deps.carriers, auth, params.carrier, body, headers) };

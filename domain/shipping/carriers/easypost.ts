@@ -1,5 +1,6 @@
 import * as easypostModule from '@easypost/api';
 import { toMinorUnits } from '../../money.ts';
+import { estimatedDelivery } from '../calendar.ts';
 import {
   CarrierError, PushRejectedError, SERVICE_LEVELS,
   type CarrierAdapter, type CarrierPush, type CarrierScan, type Label, type LabelRequest, type Parcel, type RateQuote, type RateRequest,
@@ -32,7 +33,7 @@ interface EpShipment {
 /** Service level of an EasyPost rate: by its service name, else its delivery days. */
 export function serviceLevelOf(rate: Pick<EpRate, 'service' | 'delivery_days'>): ServiceLevel {
   const name = rate.service.toLowerCase();
-  if (/overnight|next ?day|nextday|1 ?day|express ?mail|expressmail/.test(name)) return 'overnight';
+  if (/overnight|next ?day|nextday|1 ?day|express ?mail|expressmail|^express$/.test(name)) return 'overnight';
   if (/express|2 ?day|second|priority|expedited/.test(name)) return 'express';
   if (rate.delivery_days != null) {
     if (rate.delivery_days <= 1) return 'overnight';
@@ -110,7 +111,8 @@ export function createEasyPostCarrier(opts: EasyPostOptions): CarrierAdapter {
     return packages[0]!;
   }
 
-  function quotes(rates: EpRate[], levels: readonly ServiceLevel[]): { quote: RateQuote; rate: EpRate }[] {
+  /** EasyPost's delivery date when it gives one, else the delivery days from `at` (5 business days when unknown). */
+  function quotes(rates: EpRate[], levels: readonly ServiceLevel[], at: Date): { quote: RateQuote; rate: EpRate }[] {
     const best = new Map<ServiceLevel, { quote: RateQuote; rate: EpRate }>();
     for (const rate of rates) {
       const level = serviceLevelOf(rate);
@@ -118,7 +120,7 @@ export function createEasyPostCarrier(opts: EasyPostOptions): CarrierAdapter {
       const quote: RateQuote = {
         carrier: name, service_level: level, amount: toMinorUnits(rate.rate, rate.currency), currency: rate.currency.toUpperCase(),
         estimated_days: rate.delivery_days ?? 0,
-        estimated_delivery: rate.delivery_date ? new Date(rate.delivery_date).toISOString() : '',
+        estimated_delivery: rate.delivery_date ? new Date(rate.delivery_date).toISOString() : estimatedDelivery(at, '17:00', rate.delivery_days ?? 5).toISOString(),
       };
       const current = best.get(level);
       if (!current || quote.amount < current.quote.amount) best.set(level, { quote, rate });
@@ -142,14 +144,14 @@ export function createEasyPostCarrier(opts: EasyPostOptions): CarrierAdapter {
     }
   }
 
-  function labelOf(s: EpShipment, levels: readonly ServiceLevel[]): Label {
+  function labelOf(s: EpShipment, levels: readonly ServiceLevel[], at: Date): Label {
     const selected = s.selected_rate!;
-    const [quote] = quotes([selected], levels.length ? levels : SERVICE_LEVELS);
+    const [quote] = quotes([selected], levels.length ? levels : SERVICE_LEVELS, at);
     return {
       trackingNumber: s.tracking_code ?? s.tracker?.tracking_code ?? '',
       labelUrl: s.postage_label?.label_url ?? '',
       carrierReference: s.id,
-      rate: quote?.quote ?? { carrier: name, service_level: serviceLevelOf(selected), amount: toMinorUnits(selected.rate, selected.currency), currency: selected.currency, estimated_days: selected.delivery_days ?? 0, estimated_delivery: '' },
+      rate: quote?.quote ?? { carrier: name, service_level: serviceLevelOf(selected), amount: toMinorUnits(selected.rate, selected.currency), currency: selected.currency, estimated_days: selected.delivery_days ?? 0, estimated_delivery: estimatedDelivery(at, '17:00', selected.delivery_days ?? 5).toISOString() },
     };
   }
 
@@ -163,18 +165,18 @@ export function createEasyPostCarrier(opts: EasyPostOptions): CarrierAdapter {
     async rates(req: RateRequest): Promise<RateQuote[]> {
       const at = { address: '', city: '' };
       const s = await createShipment({ origin: { ...at, ...req.origin }, destination: { ...at, ...req.destination }, packages: req.packages });
-      return quotes(s.rates ?? [], req.serviceLevels ?? SERVICE_LEVELS).map((q) => q.quote);
+      return quotes(s.rates ?? [], req.serviceLevels ?? SERVICE_LEVELS, req.at).map((q) => q.quote);
     },
 
     async buyLabel(req: LabelRequest): Promise<Label> {
       // Idempotent: the shipment is created with our id as its reference, and a retry finds it.
       const existing = await retrieve(req.shipmentId);
-      if (existing?.postage_label?.label_url && existing.selected_rate) return labelOf(existing, [req.serviceLevel]);
+      if (existing?.postage_label?.label_url && existing.selected_rate) return labelOf(existing, [req.serviceLevel], req.at);
       const s = existing ?? await createShipment({ ...req, reference: req.shipmentId });
-      const pick = quotes(s.rates ?? [], [req.serviceLevel])[0];
+      const pick = quotes(s.rates ?? [], [req.serviceLevel], req.at)[0];
       if (!pick) throw new CarrierError(name, 'service_not_offered', `No carrier behind EasyPost offers ${req.serviceLevel} for this route.`, { field: 'service_level' });
       const bought = (await client.Shipment.buy(s.id, pick.rate.id).catch(mapError)) as unknown as EpShipment;
-      return labelOf(bought, [req.serviceLevel]);
+      return labelOf(bought, [req.serviceLevel], req.at);
     },
 
     async voidLabel(req) {
