@@ -23,6 +23,7 @@ async function withHeartbeat<T>(work: () => Promise<T>): Promise<T> {
   const ctx = Context.current();
   const timer = setInterval(() => ctx.heartbeat(), 1000);
   try {
+    ctx.heartbeat();
     return await work();
   } finally {
     clearInterval(timer);

@@ -109,19 +109,22 @@ export const shipmentStateQuery = defineQuery<ShipmentWorkflowState>('shipmentSt
 
 /** Database steps: short, retried on outages (a refusal, a 4xx ApiError, is not: worker/activity-refusals.ts). */
 export const DB_STEPS = {
-  startToCloseTimeout: '30 seconds',
+  // Short: the writes take milliseconds, and a worker that dies mid-step is noticed this soon.
+  startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 50 },
 } satisfies ActivityOptions;
 
 /** Buying the label: a few quick tries, so the API can answer (503) while the caller still waits. */
 export const LABEL_STEP = {
   startToCloseTimeout: '15 seconds',
+  heartbeatTimeout: '5 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '2 seconds', maximumAttempts: 3 },
 } satisfies ActivityOptions;
 
 /** Carrier calls during the journey (tracking, voids): retried for up to an hour, then the step gives up. */
 export const CARRIER_STEPS = {
   startToCloseTimeout: '20 seconds',
+  heartbeatTimeout: '5 seconds',
   scheduleToCloseTimeout: '1 hour',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '2 minutes' },
 } satisfies ActivityOptions;
