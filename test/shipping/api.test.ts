@@ -1,4 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { adminRouter } from '../../api/admin/router.ts';
+import { createCallerFactory, createContextInner } from '../../api/admin/trpc.ts';
+import { permissionScopes } from '../../domain/registry.ts';
 import { usePlatform, type Http } from '../support/use-platform.ts';
 import type { TestPlatform } from '../support/platform.ts';
 import { startFakeEasyPost } from './easypost-server.ts';
@@ -233,5 +236,28 @@ describe('EasyPost through its SDK, against a local server in EasyPost\'s shapes
     const bad = await http('/v3/shipping/create', { key, body: shipmentBody(next, { carrier: 'easypost', destination: { ...DESTINATION, postal_code: '00000' } }) });
     expect(bad.status, bad.text).toBe(422);
     expect(bad.body.code).toBe('address_rejected');
+  });
+});
+
+describe('carriers chosen per account (admin)', () => {
+  it('narrows the carriers an account may use and sets its default', async () => {
+    const accountId = await platform.newAccount();
+    const own = await platform.newKey({ accountId });
+    const caller = createCallerFactory(adminRouter)(createContextInner({ orm: platform.orm, permissionScopes, temporal: platform.temporal, adminToken: 't', presentedToken: 't' }));
+    await caller.shipping.setCarriers({ accountId, livemode: false, defaultCarrier: 'swiftex', enabledCarriers: ['swiftex', 'cargoline'] });
+    const { orderId } = await newOrder(http, own);
+    const clock = await newClock(http, own, '2025-03-03T10:00:00Z');
+    const { carrier: _, ...body } = shipmentBody(orderId, { test_clock: clock });
+    const s = await http('/v3/shipping/create', { key: own, body });
+    expect(s.status, s.text).toBe(201);
+    expect(s.body.carrier).toBe('swiftex');
+    const refused = await http('/v3/shipping/create', { key: own, body: { ...body, carrier: 'parcelpoint' } });
+    expect(refused.status).toBe(422);
+    expect(paths(refused)).toEqual(['carrier']);
+    const rates = await http('/v3/shipping/rates?origin_postal=07102&destination_postal=62701&weight=1', { key: own });
+    expect(new Set(rates.body.rates.map((r: any) => r.carrier))).toEqual(new Set(['swiftex', 'cargoline']));
+    // Other accounts keep every carrier (EasyPost included, configured on this server).
+    const all = await http('/v3/shipping/rates?origin_postal=07102&destination_postal=62701&weight=1', { key });
+    expect(new Set(all.body.rates.map((r: any) => r.carrier))).toEqual(new Set([...SANDBOX, 'easypost']));
   });
 });

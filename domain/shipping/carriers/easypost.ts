@@ -32,7 +32,7 @@ interface EpShipment {
 
 /** Service level of an EasyPost rate: by its service name, else its delivery days. */
 export function serviceLevelOf(rate: Pick<EpRate, 'service' | 'delivery_days'>): ServiceLevel {
-  const name = rate.service.toLowerCase();
+  const name = rate.service.toLowerCase().replace(/[_-]+/g, ' ').trim();
   if (/overnight|next ?day|nextday|1 ?day|express ?mail|expressmail|^express$/.test(name)) return 'overnight';
   if (/express|2 ?day|second|priority|expedited/.test(name)) return 'express';
   if (rate.delivery_days != null) {
