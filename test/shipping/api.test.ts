@@ -236,6 +236,22 @@ describe('EasyPost through its SDK, against a local server in EasyPost\'s shapes
     const bad = await http('/v3/shipping/create', { key, body: shipmentBody(next, { carrier: 'easypost', destination: { ...DESTINATION, postal_code: '00000' } }) });
     expect(bad.status, bad.text).toBe(422);
     expect(bad.body.code).toBe('address_rejected');
+
+    // A pickup through EasyPost (Pickup create + buy), then cancel it and void the label (Shipment refund).
+    const second = await ship(http, key, next, { carrier: 'easypost', service_level: 'ground' });
+    let day = new Date(Date.now() + 86_400_000);
+    while (day.getUTCDay() === 0 || day.getUTCDay() === 6) day = new Date(day.getTime() + 86_400_000);
+    const pickup = await http('/v3/shipping/pickup/schedule', { key, body: {
+      shipment_ids: [second.id], pickup_date: day.toISOString().slice(0, 10), time_window: { start: '09:00', end: '11:00' }, contact: { name: 'Dock', phone: '+442071838750' },
+    } });
+    expect(pickup.status, pickup.text).toBe(201);
+    expect(pickup.body).toMatchObject({ carrier: 'easypost', confirmation_number: 'WTC60012345' });
+    expect(easypost.requests.find((r) => r.path === '/v2/pickups')?.body.pickup).toMatchObject({ reference: pickup.body.id, shipment: { id: expect.stringMatching(/^shp_/) } });
+    expect((await http(`/v3/shipping/pickups/${pickup.body.id}/cancel`, { key, method: 'POST' })).body.status).toBe('cancelled');
+    const voided = await http(`/v3/shipping/${second.id}/cancel`, { key, method: 'POST' });
+    expect(voided.status, voided.text).toBe(200);
+    expect(voided.body.status).toBe('cancelled');
+    expect(easypost.requests.some((r) => /\/v2\/shipments\/shp_[0-9a-f]+\/refund$/.test(r.path))).toBe(true);
   });
 });
 
