@@ -36,10 +36,17 @@ function rethrow(err: unknown): never {
   throw err;
 }
 
-/** Tolerates an order workflow that finished or refuses (the order was fulfilled or canceled meanwhile). */
+/** How long one attempt waits for the order workflow to take the update (then the step is retried). */
+const ORDER_UPDATE_DEADLINE_MS = 15_000;
+
+/**
+ * Tolerates an order workflow that finished or refuses (the order was fulfilled or canceled
+ * meanwhile). Each attempt has a deadline and ends when the activity is cancelled (a worker shutting
+ * down), so an order workflow that no worker runs just now never holds this step forever.
+ */
 async function tellOrder(deps: ShippingActivityDeps, orderId: string, send: () => Promise<unknown>): Promise<void> {
   try {
-    await send();
+    await deps.temporal.withAbortSignal(Context.current().cancellationSignal, () => deps.temporal.withDeadline(Date.now() + ORDER_UPDATE_DEADLINE_MS, send));
   } catch (err) {
     if (err instanceof WorkflowNotFoundError || err instanceof WorkflowUpdateFailedError) {
       deps.logger.info('order workflow did not take the shipment update', { order_id: orderId, error: String(err) });
