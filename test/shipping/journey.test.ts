@@ -5,7 +5,7 @@ import { createCallerFactory, createContextInner } from '../../api/admin/trpc.ts
 import type { TestPlatform } from '../support/platform.ts';
 import { usePlatform, type Http } from '../support/use-platform.ts';
 import { startReceiver, type Receiver } from '../webhooks/support/receiver.ts';
-import { advance, eventually, newClock, newOrder, ship, shipment, signedPush, tracking } from './support.ts';
+import { advance, eventually, newClock, newOrder, ship, shipment, shipmentBody as shipmentBodyOf, signedPush, tracking } from './support.ts';
 
 // Compressed real time for the one journey without a clock: label to delivered in ~3 s.
 process.env.SHIPPING_SANDBOX_JOURNEY_MS = '3000';
@@ -254,5 +254,22 @@ describe('orders, cancellation and operations', () => {
       return list.length ? list : null;
     }, 15_000, 'visibility');
     expect(wfs[0]!.workflow_id).toBe(`shipment-${s.id}`);
+  });
+});
+
+describe('live mode', () => {
+  it('uses no sandbox carrier: with no real carrier configured, create and rates are 503 carrier_not_configured; test clocks are test-mode only', async () => {
+    const live = await platform.newKey({ accountId, type: 'live' });
+    const { orderId } = await newOrder(http, live);
+    const res = await http('/v3/shipping/create', { key: live, body: { ...shipmentBodyOf(orderId), carrier: undefined } });
+    expect(res.status, res.text).toBe(503);
+    expect(res.body.code).toBe('carrier_not_configured');
+    expect(res.headers.get('retry-after')).toBeTruthy();
+    const rates = await http('/v3/shipping/rates?origin_postal=07102&destination_postal=62701&weight=1', { key: live });
+    expect(rates.status).toBe(503);
+    const clock = await http('/v3/shipping/test_clocks', { key: live, body: {} });
+    expect(clock.status).toBe(403);
+    expect(clock.body.code).toBe('test_mode_only');
+    expect(await platform.sql('select 1 from shipping_shipments where order_id = $1', [orderId])).toHaveLength(0);
   });
 });
