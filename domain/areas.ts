@@ -5,6 +5,7 @@ import { crmArea } from './crm/area.ts';
 import { customersArea } from './customers/area.ts';
 import { paymentsArea } from './payments/area.ts';
 import { platformArea } from './platform/area.ts';
+import { shippingArea } from './shipping/area.ts';
 import { webhooksArea } from './webhooks/area.ts';
 
 /**
@@ -20,6 +21,7 @@ export const AREAS = [
   billingArea,
   commerceArea,
   crmArea,
+  shippingArea,
   webhooksArea,
   communicationsArea,
 ] as const;

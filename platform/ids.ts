@@ -39,6 +39,9 @@ export const ID_PREFIX = {
   phoneNumber: 'pn',
   commsMessage: 'cmsg',
   commsAdminAction: 'cact',
+  shipment: 'shp',
+  pickup: 'pku',
+  shippingClock: 'shclk',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

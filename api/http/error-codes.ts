@@ -66,6 +66,17 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
   refund_failed: doc(422, 'Refund Failed', 'The gateway refused the refund.', 'Read `detail`; retry later or refund by another means.'),
   transfer_failed: doc(422, 'Transfer Failed', 'The gateway refused a marketplace transfer.', 'Check the connected account ids and amounts, then retry.'),
 
+  // Shipping
+  address_rejected: doc(422, 'Address Rejected', 'The carrier cannot deliver to (or collect from) the address; `errors` names it.', 'Check the street, city and postal code named in `errors`.'),
+  service_not_offered: doc(422, 'Service Not Offered', 'The carrier does not offer the service level for this route.', 'Choose another service_level or carrier (GET /v3/shipping/rates).'),
+  package_exceeds_limits: doc(422, 'Package Exceeds Carrier Limits', 'A package is heavier, larger or more numerous than the carrier takes.', 'Split the package, or choose a carrier with higher limits.'),
+  carrier_rejected: doc(422, 'Carrier Rejected the Request', 'The carrier refused the request for another reason (`detail`).', 'Check the request against the carrier\'s rules, or choose another carrier.'),
+  carrier_unavailable: doc(503, 'Service Unavailable', 'The carrier is down or did not answer; nothing was bought.', 'Retry later with the same Idempotency-Key, or choose another carrier.'),
+  carrier_timeout: doc(503, 'Service Unavailable', 'The carrier did not answer in time; nothing was bought.', 'Retry later with the same Idempotency-Key, or choose another carrier.'),
+  carrier_not_configured: doc(503, 'Service Unavailable', 'No carrier is configured for this account and mode on this server.', 'Configure a carrier (EASYPOST_API_KEY, or the account\'s carriers through the admin API).'),
+  carrier_signature_invalid: doc(401, 'Unauthorized', 'A carrier push did not carry a valid signature of its body.', 'Sign the exact JSON body with the carrier\'s push secret (docs/shipping.md).'),
+  pickup_already_scheduled: doc(409, 'Conflict', 'A shipment is already in a scheduled pickup (`pickup_id`).', 'Cancel that pickup first, or leave the shipment out.'),
+
   // Webhooks
   webhook_url_forbidden: doc(422, 'Validation Failed', 'The webhook URL points at a private, loopback or otherwise forbidden address.', 'Use a public HTTPS URL.'),
   webhook_endpoint_disabled: doc(409, 'Conflict', 'The webhook endpoint is disabled.', 'Enable the endpoint first.'),

@@ -25,6 +25,7 @@ let receiver: Receiver;
 const NOT_RESOURCE_IDS: Record<string, string> = {
   marketplace: 'a fixed marketplace name (amazon, ebay, …), the same for every account',
   messaging_app: 'a fixed messaging app name (whatsapp, sms, messenger), the same for every account',
+  carrier: 'a fixed carrier name (parcelpoint, swiftex, …), the same for every account',
 };
 
 /** How each id parameter's resource is made with the owner's key; run once, in this order. */
@@ -61,6 +62,16 @@ const FACTORIES: Record<string, Factory> = {
     expect(res.status, res.text).toBe(200);
     return res.body.id;
   },
+  shipping_clock_id: async () => (await create(http, owner, '/v3/shipping/test_clocks', { frozen_time: '2025-01-01T08:00:00Z' })).id,
+  shipment_id: async (ids) => (await create(http, owner, '/v3/shipping/create', {
+    order_id: ids.order_id, carrier: 'parcelpoint', service_level: 'ground', test_clock: ids.shipping_clock_id,
+    origin: { address: '1 Dock Rd', city: 'Newark', country: 'US', postal_code: '07102' },
+    destination: { address: '12 Elm St', city: 'Springfield', country: 'US', postal_code: '62701' },
+    packages: [{ weight: 1, dimensions: { length: 20, width: 15, height: 10 } }],
+  })).id,
+  pickup_id: async (ids) => (await create(http, owner, '/v3/shipping/pickup/schedule', {
+    shipment_ids: [ids.shipment_id], pickup_date: '2025-01-02', time_window: { start: '10:00', end: '12:00' }, contact: { name: 'Dock', phone: '+14155550123' },
+  })).id,
   event_id: async (ids) => {
     const res = await http(`/v3/events?limit=100`, { key: owner });
     const event = res.body.data.find((e: { data: { object: { id: string } } }) => e.data.object.id === ids.payment_id);
@@ -88,6 +99,7 @@ const BODIES: Record<string, unknown> = {
   'post /v3/communications/pbx/{pbx_id}/extensions': { extension: '202' },
   'patch /v3/communications/pbx/{pbx_id}/extensions/{extension_id}': { status: 'dnd' },
   'post /v3/communications/calls/{call_id}/hangup': {},
+  'post /v3/shipping/test_clocks/{shipping_clock_id}/advance': { frozen_time: '2025-01-05T00:00:00Z' },
 };
 
 /**
