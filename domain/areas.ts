@@ -2,6 +2,7 @@ import { billingArea } from './billing/area.ts';
 import { commerceArea } from './commerce/area.ts';
 import { crmArea } from './crm/area.ts';
 import { customersArea } from './customers/area.ts';
+import { erpArea } from './erp/area.ts';
 import { paymentsArea } from './payments/area.ts';
 import { platformArea } from './platform/area.ts';
 import { webhooksArea } from './webhooks/area.ts';
@@ -19,5 +20,6 @@ export const AREAS = [
   billingArea,
   commerceArea,
   crmArea,
+  erpArea,
   webhooksArea,
 ] as const;

@@ -32,6 +32,14 @@ export const ID_PREFIX = {
   testClock: 'clock',
   usageRecord: 'ur',
   taxRate: 'txr',
+  ledgerAccount: 'gla',
+  financialTransaction: 'txn',
+  exchangeRate: 'fxr',
+  project: 'proj',
+  vendor: 'ven',
+  procurementOrder: 'po',
+  procurementReceipt: 'rcpt',
+  vendorBill: 'vbill',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;
