@@ -55,6 +55,7 @@ export class PurchaseOrder {
   #caughtUpTo = 0;
   #escalateNow = false;
   #opened = false;
+  #savedVersion = 0;
 
   constructor(input: ProcurementOrderInput) {
     this.#input = input;
@@ -95,6 +96,7 @@ export class PurchaseOrder {
   async #save(event: OrderEvent, requestId: string | null = this.#input.requestId): Promise<ProcurementOrderView> {
     this.state.version += 1;
     this.#view = await db.saveProcurementOrder({ input: this.#input, state: this.state, event, requestId });
+    this.#savedVersion = this.state.version;
     recordStatus(this.state.status);
     return this.#view;
   }
@@ -173,8 +175,10 @@ export class PurchaseOrder {
   }
 
   async #escalate(): Promise<void> {
-    this.#escalateNow = false;
     const s = this.state;
+    // When it was due (an operator's escalation: now), so a clock that jumped shows each period's time.
+    const at = this.#escalateNow || s.nextEscalationAt === null ? this.now() : Math.min(s.nextEscalationAt, this.now());
+    this.#escalateNow = false;
     s.escalationCount += 1;
     if (s.escalationCount > this.#input.escalationLimit) {
       s.status = 'cancelled';
@@ -184,10 +188,10 @@ export class PurchaseOrder {
       return;
     }
     const step = this.#pendingStep()!;
-    const at = this.now();
     s.approval.reminders.push({ level: step.level, role: step.role, assignee: step.assignee, at: this.#at(at), escalation: s.escalationCount });
-    s.nextEscalationAt = (s.nextEscalationAt ?? at) + this.#input.escalationMs;
-    if (s.nextEscalationAt <= at) s.nextEscalationAt = at + this.#input.escalationMs;
+    // Periods count from submission (or the last approval): a clock that jumps several periods
+    // (or a worker that was down) runs each escalation in turn, and the last may expire the order.
+    s.nextEscalationAt = (s.nextEscalationAt !== null && s.nextEscalationAt <= this.now() ? s.nextEscalationAt : this.now()) + this.#input.escalationMs;
     await this.#save('procurement.approval.escalated');
   }
 
@@ -313,6 +317,7 @@ export class PurchaseOrder {
         input: this.#input, state: s, event: 'procurement.order.received', requestId: req.requestId, receipt: s.receipts.at(-1)!,
       });
       s.receipts = s.receipts.map((r) => (r.id === req.receiptId ? { ...r, transaction_id: transactionId } : r));
+      this.#savedVersion = s.version;
     } catch (err) {
       // Refused (an unknown SKU or warehouse for the stock): nothing was written; the state goes back.
       Object.assign(s, previous);
@@ -358,6 +363,7 @@ export class PurchaseOrder {
     s.version += 1;
     const transactionId = await db.recordProcurementBill({ input: this.#input, state: s, event: null, requestId: req.requestId, bill });
     s.bill = { ...bill, transaction_id: transactionId };
+    this.#savedVersion = s.version;
     this.#dirty = true;
     recordStatus(s.status);
     this.#view = await db.getProcurementOrderView({ accountId: this.#input.accountId, livemode: this.#input.livemode, orderId: this.#input.orderId });
@@ -390,7 +396,8 @@ export class PurchaseOrder {
   async advance(req: { to: number }): Promise<ProcurementOrderView> {
     this.state.clockNow = req.to;
     this.#dirty = true;
-    await condition(() => this.#caughtUpTo >= req.to || this.done);
+    // Caught up (or finished), with every change written: the answer is the order as stored.
+    await condition(() => (this.#caughtUpTo >= req.to || this.done) && this.#savedVersion === this.state.version);
     return this.#view!;
   }
 
@@ -402,7 +409,7 @@ export class PurchaseOrder {
     const version = this.state.version;
     this.#escalateNow = true;
     this.#dirty = true;
-    await condition(() => this.state.version > version);
+    await condition(() => this.#savedVersion > version);
     return this.#view!;
   }
 
