@@ -79,10 +79,35 @@ function settingsOf(l: ErpLedger): LedgerSettings {
   };
 }
 
+interface LedgerRow {
+  base_currency: string;
+  default_tax_rate: string;
+  single_approval_from: string;
+  dual_approval_from: string;
+  escalation_hours: number;
+  escalation_limit: number;
+  match_tolerance_percent: string;
+}
+
+async function readLedger(em: EntityManager, scope: Scope): Promise<LedgerSettings | null> {
+  // Plain SQL: this runs on every posting, and an EntityManager lookup costs several times the round trip.
+  const rows = await em.execute<LedgerRow[]>(
+    `select base_currency, default_tax_rate::text, single_approval_from::text, dual_approval_from::text, escalation_hours, escalation_limit,
+            match_tolerance_percent::text from erp_ledgers where account_id = ? and livemode = ?`,
+    [scope.accountId, scope.livemode],
+  );
+  const r = rows[0];
+  return r ? {
+    baseCurrency: r.base_currency, defaultTaxRate: r.default_tax_rate, singleApprovalFrom: Number(r.single_approval_from),
+    dualApprovalFrom: Number(r.dual_approval_from), escalationHours: r.escalation_hours, escalationLimit: r.escalation_limit,
+    matchTolerancePercent: r.match_tolerance_percent,
+  } : null;
+}
+
 /** The ledger of `scope`, created (settings and the default chart) on first use. */
 export async function ensureLedger(em: EntityManager, scope: Scope): Promise<LedgerSettings> {
-  const found = await em.findOne(ErpLedger, { accountId: scope.accountId, livemode: scope.livemode });
-  if (found) return settingsOf(found);
+  const found = await readLedger(em, scope);
+  if (found) return found;
   const unit = 10 ** exponent(DEFAULT_BASE_CURRENCY);
   await em.execute(
     `insert into erp_ledgers (account_id, livemode, base_currency, default_tax_rate, single_approval_from, dual_approval_from,
@@ -97,8 +122,7 @@ export async function ensureLedger(em: EntityManager, scope: Scope): Promise<Led
      on conflict (account_id, livemode, code) do nothing`,
     [scope.accountId, scope.livemode, JSON.stringify(DEFAULT_CHART.map((a) => ({ ...a, id: newId('ledgerAccount') })))],
   );
-  const created = await em.findOneOrFail(ErpLedger, { accountId: scope.accountId, livemode: scope.livemode }, { refresh: true });
-  return settingsOf(created);
+  return (await readLedger(em, scope))!;
 }
 
 /** True when the ledger of the em's scope has started (other areas' events post only then). */

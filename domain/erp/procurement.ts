@@ -11,7 +11,7 @@ import {
   rejectOrderUpdate, type Actor, type ApproverRole, type OrderItem, type ProcurementOrderInput, type ProcurementOrderView,
   type ProcurementStatus,
 } from '../../workflows/erp/shared.ts';
-import { convertMinorUnits } from '../money.ts';
+import { convertMinorUnits, exponent } from '../money.ts';
 import type { Scope } from '../scope.ts';
 import { amountToMinor, requiredApprovals } from './accounting.ts';
 import { ProcurementOrder, Project } from './entities.ts';
@@ -68,7 +68,7 @@ async function priceItems(
     if (!item.sku && !item.description) errors.push({ path: `items.${i}`, message: 'give each item a sku (stocked goods) or a description (services, non-stock goods)' });
     const unit = amountToMinor(item.unit_price, currency);
     if (unit === null) {
-      errors.push({ path: `items.${i}.unit_price`, message: `${currency} amounts carry at most ${currency === 'JPY' ? 0 : 'its currency\'s'} decimals; round ${item.unit_price}` });
+      errors.push({ path: `items.${i}.unit_price`, message: `${currency} amounts carry at most ${exponent(currency)} decimals; round ${item.unit_price} to that` });
       return;
     }
     const amount = unit * item.quantity;

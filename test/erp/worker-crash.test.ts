@@ -52,5 +52,5 @@ describe('a worker killed mid-approval', () => {
     expect(events).toEqual([{ type: 'procurement.order.approved', n: 1 }, { type: 'procurement.order.created', n: 1 }]);
     const vendorCalls = await platform.sql<{ n: number }>('select count(*)::int as n from sandbox_vendor_orders where purchase_order_id = $1', [id]);
     expect(vendorCalls[0]!.n).toBe(1);
-  });
+  }, 120_000); // two worker processes start on a machine shared with other test files
 });
