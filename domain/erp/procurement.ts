@@ -156,11 +156,22 @@ export async function listProcurementOrders(
 
 const SUGGESTION = 'Check the order\'s current status (GET /v3/procurement/orders/{id}) and send an action that status allows.';
 
-/** Sends an update to the order's workflow; a refusal becomes its problem (409 for a transition). */
+/**
+ * Sends an update to the order's workflow; a refusal becomes its problem (409 for a transition). A
+ * finished order's workflow takes no more updates: a retry of the request that finished it (its
+ * Idempotency-Key is in the workflow's applied keys, which a query still reads; or its bill is the
+ * order's bill) answers the order, anything else 409.
+ */
 async function update<T>(ctx: ProcurementContext, id: string, action: keyof typeof ORDER_TRANSITIONS | null,
-  send: (h: WorkflowHandle<typeof procurementOrderWorkflow>) => Promise<T>): Promise<T> {
+  send: (h: WorkflowHandle<typeof procurementOrderWorkflow>) => Promise<T>,
+  replay: { idempotencyKey?: string | null; billId?: string } = {}): Promise<T | ProcurementOrderView> {
   const order = await findOrder(ctx.em, id);
   if (action && (['rejected', 'closed', 'cancelled'] as string[]).includes(order.status)) {
+    if (replay.billId && order.bill?.id === replay.billId) return orderView(order);
+    if (replay.idempotencyKey) {
+      const live = await ctx.temporal.client.workflow.getHandle(order.workflowId).query(orderStateQuery).catch(() => null);
+      if (live?.state.appliedKeys?.includes(replay.idempotencyKey)) return orderView(order);
+    }
     throw conflict('invalid_state_transition', `Purchase order ${id} is ${order.status}; it cannot change any more.`, SUGGESTION, { current_state: order.status });
   }
   const handle = ctx.temporal.client.workflow.getHandle<typeof procurementOrderWorkflow>(order.workflowId);
@@ -174,12 +185,12 @@ export function actorOf(auth: { keyId: string; keyType: string; permissions: str
   return { keyId: auth.keyId, permissions: auth.keyType === 'restricted' ? auth.permissions : ['*'] };
 }
 
-export function approveOrder(ctx: ProcurementContext, id: string, actor: Actor, note: string | null, requestId: string | null) {
-  return update(ctx, id, 'approve', (h) => h.executeUpdate(approveOrderUpdate, { args: [{ ...actor, note, requestId }] }));
+export function approveOrder(ctx: ProcurementContext, id: string, actor: Actor, note: string | null, requestId: string | null, idempotencyKey: string | null = null) {
+  return update(ctx, id, 'approve', (h) => h.executeUpdate(approveOrderUpdate, { args: [{ ...actor, note, requestId, idempotencyKey }] }), { idempotencyKey });
 }
 
-export function rejectOrder(ctx: ProcurementContext, id: string, actor: Actor, reason: string | null, requestId: string | null) {
-  return update(ctx, id, 'reject', (h) => h.executeUpdate(rejectOrderUpdate, { args: [{ ...actor, reason, requestId }] }));
+export function rejectOrder(ctx: ProcurementContext, id: string, actor: Actor, reason: string | null, requestId: string | null, idempotencyKey: string | null = null) {
+  return update(ctx, id, 'reject', (h) => h.executeUpdate(rejectOrderUpdate, { args: [{ ...actor, reason, requestId, idempotencyKey }] }), { idempotencyKey });
 }
 
 export async function editOrderItems(ctx: ProcurementContext, scope: Scope, id: string, items: ItemInput[], requestId: string | null) {
@@ -211,11 +222,12 @@ export async function billOrder(ctx: ProcurementContext, id: string, bill: { bil
   const order = await findOrder(ctx.em, id);
   const amount = amountToMinor(bill.amount, order.currency);
   if (amount === null) throw validationFailed([{ path: 'amount', message: `more decimals than ${order.currency} allows` }]);
-  return update(ctx, id, 'bill', (h) => h.executeUpdate(billOrderUpdate, { args: [{ billId: bill.billId, invoiceNumber: bill.invoiceNumber, amount, requestId }] }));
+  return update(ctx, id, 'bill', (h) => h.executeUpdate(billOrderUpdate, { args: [{ billId: bill.billId, invoiceNumber: bill.invoiceNumber, amount, requestId }] }),
+    { billId: bill.billId });
 }
 
-export function cancelOrder(ctx: ProcurementContext, id: string, reason: string, requestId: string | null) {
-  return update(ctx, id, 'cancel', (h) => h.executeUpdate(cancelOrderUpdate, { args: [{ reason, requestId }] }));
+export function cancelOrder(ctx: ProcurementContext, id: string, reason: string, requestId: string | null, idempotencyKey: string | null = null) {
+  return update(ctx, id, 'cancel', (h) => h.executeUpdate(cancelOrderUpdate, { args: [{ reason, requestId, idempotencyKey }] }), { idempotencyKey });
 }
 
 export async function advanceOrderClock(ctx: ProcurementContext, scope: Scope, id: string, to: Date) {

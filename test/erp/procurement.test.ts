@@ -88,9 +88,13 @@ describe('approval tiers', () => {
   it('over 10,000: a second approver with finance:write; nobody approves twice', async () => {
     const o = await order({ vendor_id: await vendor(), items: items(12_000) });
     expect(o.approval.steps.map((s: any) => [s.level, s.role, s.permission])).toEqual([[1, 'procurement', 'procurement:write'], [2, 'finance', 'finance:write']]);
-    const first = await action(o.id, 'approve', approverB);
+    const first = await http(`/v3/procurement/orders/${o.id}/approve`, { key: approverB, body: {}, headers: { 'idempotency-key': `approve-${o.id}` } });
     expect(first.status, first.text).toBe(200);
     expect(first.body.status).toBe('pending_approval');
+    await platform.sql('delete from idempotency_records');
+    const lost = await http(`/v3/procurement/orders/${o.id}/approve`, { key: approverB, body: {}, headers: { 'idempotency-key': `approve-${o.id}` } });
+    expect(lost.status, lost.text).toBe(200); // the same request again: its approval, not already_approved
+    expect(lost.body.approval.steps[0].approved_by).toBe(first.body.approval.steps[0].approved_by);
     const twice = await action(o.id, 'approve', approverB);
     expect(twice.status).toBe(409);
     expect(twice.body.code).toBe('already_approved');
@@ -119,9 +123,17 @@ describe('approval tiers', () => {
     expect(await eventCount('procurement.order.rejected', o.id)).toBe(1);
 
     const p = await order({ vendor_id: await vendor(), items: items(5000) });
-    const cancelled = await action(p.id, 'cancel', buyer, { reason: 'Found it cheaper' });
+    const once = { 'idempotency-key': `cancel-${p.id}` };
+    const cancelled = await http(`/v3/procurement/orders/${p.id}/cancel`, { key: buyer, body: { reason: 'Found it cheaper' }, headers: once });
     expect(cancelled.body).toMatchObject({ status: 'cancelled', cancellation_reason: 'Found it cheaper' });
     expect((await action(p.id, 'cancel', buyer)).status).toBe(409);
+    // The answer was lost and the stored response is gone (a crash before it was kept): the retry
+    // with the same key still answers the cancelled order, not 409.
+    await platform.sql('delete from idempotency_records');
+    const retried = await http(`/v3/procurement/orders/${p.id}/cancel`, { key: buyer, body: { reason: 'Found it cheaper' }, headers: once });
+    expect(retried.status, retried.text).toBe(200);
+    expect(retried.body.status).toBe('cancelled');
+    expect(await eventCount('procurement.order.cancelled', p.id)).toBe(1);
   });
 
   it('refuses bad orders with 422 naming every field', async () => {

@@ -105,6 +105,15 @@ export class PurchaseOrder {
     return new Date(ms).toISOString();
   }
 
+  /** True when the request with this Idempotency-Key was applied already (a retry after a lost answer). */
+  #replay(key: string | null | undefined): boolean {
+    return !!key && (this.state.appliedKeys ?? []).includes(key);
+  }
+
+  #applied(key: string | null | undefined): void {
+    if (key) this.state.appliedKeys = [...(this.state.appliedKeys ?? []), key].slice(-50);
+  }
+
   #pendingStep(): ApprovalStep | undefined {
     return this.state.approval.steps.find((s) => !s.approved_by);
   }
@@ -217,7 +226,8 @@ export class PurchaseOrder {
 
   // ---- Updates --------------------------------------------------------------------------------------
 
-  validateApprove(actor: Actor): void {
+  validateApprove(actor: Actor & { idempotencyKey?: string | null }): void {
+    if (this.#replay(actor.idempotencyKey)) return;
     this.#require('approve');
     const step = this.#pendingStep()!;
     if (actor.keyId === this.#input.createdBy) {
@@ -236,7 +246,9 @@ export class PurchaseOrder {
     }
   }
 
-  async approve(actor: Actor & { note: string | null; requestId: string | null }): Promise<ProcurementOrderView> {
+  async approve(actor: Actor & { note: string | null; requestId: string | null; idempotencyKey?: string | null }): Promise<ProcurementOrderView> {
+    if (this.#replay(actor.idempotencyKey)) return this.#view!;
+    this.#applied(actor.idempotencyKey);
     const step = this.#pendingStep()!;
     step.approved_by = actor.keyId;
     step.approved_at = this.#at(this.now());
@@ -252,7 +264,8 @@ export class PurchaseOrder {
     return this.#save('procurement.order.approved', actor.requestId);
   }
 
-  validateReject(actor: Actor): void {
+  validateReject(actor: Actor & { idempotencyKey?: string | null }): void {
+    if (this.#replay(actor.idempotencyKey)) return;
     this.#require('reject');
     const step = this.#pendingStep()!;
     if (actor.keyId === this.#input.createdBy) {
@@ -264,7 +277,9 @@ export class PurchaseOrder {
     }
   }
 
-  async reject(actor: Actor & { reason: string | null; requestId: string | null }): Promise<ProcurementOrderView> {
+  async reject(actor: Actor & { reason: string | null; requestId: string | null; idempotencyKey?: string | null }): Promise<ProcurementOrderView> {
+    if (this.#replay(actor.idempotencyKey)) return this.#view!;
+    this.#applied(actor.idempotencyKey);
     this.state.approval.rejection = { by: actor.keyId, at: this.#at(this.now()), reason: actor.reason };
     this.state.status = 'rejected';
     this.state.nextEscalationAt = null;
@@ -290,7 +305,8 @@ export class PurchaseOrder {
     return this.#view!;
   }
 
-  validateReceive(req: { lines: { line: number; quantity: number }[] }): void {
+  validateReceive(req: { receiptId: string; lines: { line: number; quantity: number }[] }): void {
+    if (this.state.receipts.some((r) => r.id === req.receiptId)) return; // a retry: answered below
     this.#require('receive');
     const errors: { path: string; message: string }[] = [];
     req.lines.forEach((l, i) => {
@@ -305,6 +321,7 @@ export class PurchaseOrder {
 
   async receive(req: { receiptId: string; lines: { line: number; quantity: number }[]; requestId: string | null }): Promise<ProcurementOrderView> {
     const s = this.state;
+    if (s.receipts.some((r) => r.id === req.receiptId)) return this.#view!;
     const lines = req.lines.filter((l) => l.quantity > 0);
     const value = lines.reduce((sum, l) => sum + l.quantity * s.items.find((i) => i.line === l.line)!.unit_price, 0);
     const previous = { items: s.items, receipts: s.receipts, status: s.status, version: s.version };
@@ -329,7 +346,8 @@ export class PurchaseOrder {
     return this.#view;
   }
 
-  validateBill(req: { amount: number }): void {
+  validateBill(req: { billId: string; amount: number }): void {
+    if (this.state.bill?.id === req.billId) return; // a retry: answered below
     this.#require('bill');
     const received = this.#receivedValue();
     const allowed = this.#tolerance(received);
@@ -357,6 +375,7 @@ export class PurchaseOrder {
 
   async bill(req: { billId: string; invoiceNumber: string; amount: number; requestId: string | null }): Promise<ProcurementOrderView> {
     const s = this.state;
+    if (s.bill?.id === req.billId) return this.#view!;
     const received = this.#receivedValue();
     const bill = { id: req.billId, invoice_number: req.invoiceNumber, amount: req.amount, received_value: received, variance: req.amount - received, recorded_at: this.#at(this.now()) };
     s.status = 'closed';
@@ -370,11 +389,14 @@ export class PurchaseOrder {
     return this.#view;
   }
 
-  validateCancel(): void {
+  validateCancel(req: { idempotencyKey?: string | null }): void {
+    if (this.#replay(req.idempotencyKey)) return;
     this.#require('cancel');
   }
 
-  async cancel(req: { reason: string; requestId: string | null }): Promise<ProcurementOrderView> {
+  async cancel(req: { reason: string; requestId: string | null; idempotencyKey?: string | null }): Promise<ProcurementOrderView> {
+    if (this.#replay(req.idempotencyKey)) return this.#view!;
+    this.#applied(req.idempotencyKey);
     this.state.status = 'cancelled';
     this.state.cancellationReason = req.reason;
     this.state.nextEscalationAt = null;
@@ -437,7 +459,7 @@ export async function procurementOrderWorkflow(input: ProcurementOrderInput): Pr
   setExclusiveUpdateHandler(lock, editItemsUpdate, { validate: () => order.validateEditItems(), handle: (r) => order.editItems(r) });
   setExclusiveUpdateHandler(lock, receiveOrderUpdate, { validate: (r) => order.validateReceive(r), handle: (r) => order.receive(r) });
   setExclusiveUpdateHandler(lock, billOrderUpdate, { validate: (r) => order.validateBill(r), handle: (r) => order.bill(r) });
-  setExclusiveUpdateHandler(lock, cancelOrderUpdate, { validate: () => order.validateCancel(), handle: (r) => order.cancel(r) });
+  setExclusiveUpdateHandler(lock, cancelOrderUpdate, { validate: (r) => order.validateCancel(r), handle: (r) => order.cancel(r) });
   setExclusiveUpdateHandler(lock, reassignApproverUpdate, { validate: (r) => order.validateReassign(r), handle: (r) => order.reassign(r) });
   // These wait for the main loop, so they take no lock (the loop's steps take it).
   setHandler(advanceOrderClockUpdate, (r) => order.advance(r), { validator: (r) => order.validateAdvance(r) });

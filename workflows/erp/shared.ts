@@ -128,6 +128,11 @@ export interface OrderState {
   bill: OrderBill | null;
   clockNow: number;
   version: number;
+  /**
+   * Idempotency-Keys of the approve, reject and cancel requests applied (the latest 50): a retry of
+   * one whose answer was lost answers the order as it is, not 409.
+   */
+  appliedKeys?: string[];
 }
 
 export type OrderEvent =
@@ -142,12 +147,12 @@ export interface Actor {
 }
 
 export const awaitOrderRecordedUpdate = defineUpdate<ProcurementOrderView, []>('awaitOrderRecorded');
-export const approveOrderUpdate = defineUpdate<ProcurementOrderView, [Actor & { note: string | null; requestId: string | null }]>('approveOrder');
-export const rejectOrderUpdate = defineUpdate<ProcurementOrderView, [Actor & { reason: string | null; requestId: string | null }]>('rejectOrder');
+export const approveOrderUpdate = defineUpdate<ProcurementOrderView, [Actor & { note: string | null; requestId: string | null; idempotencyKey?: string | null }]>('approveOrder');
+export const rejectOrderUpdate = defineUpdate<ProcurementOrderView, [Actor & { reason: string | null; requestId: string | null; idempotencyKey?: string | null }]>('rejectOrder');
 export const editItemsUpdate = defineUpdate<ProcurementOrderView, [{ items: OrderItem[]; total: number; baseTotal: number; roles: ApproverRole[]; requestId: string | null }]>('editOrderItems');
 export const receiveOrderUpdate = defineUpdate<ProcurementOrderView, [{ receiptId: string; lines: { line: number; quantity: number }[]; requestId: string | null }]>('receiveOrder');
 export const billOrderUpdate = defineUpdate<ProcurementOrderView, [{ billId: string; invoiceNumber: string; amount: number; requestId: string | null }]>('billOrder');
-export const cancelOrderUpdate = defineUpdate<ProcurementOrderView, [{ reason: string; requestId: string | null }]>('cancelOrder');
+export const cancelOrderUpdate = defineUpdate<ProcurementOrderView, [{ reason: string; requestId: string | null; idempotencyKey?: string | null }]>('cancelOrder');
 /** Sandbox: moves the order's test clock to `to` (epoch ms); answers once everything due by then has run. */
 export const advanceOrderClockUpdate = defineUpdate<ProcurementOrderView, [{ to: number }]>('advanceOrderClock');
 /** Admin: escalate now, as if the timer had fired. */

@@ -37,6 +37,11 @@ function procurement(deps: AppDeps, em: ProcurementContext['em']): ProcurementCo
   return { em, temporal: deps.temporal };
 }
 
+/** A request's Idempotency-Key as the order's workflow remembers it: per API key, so two keys' equal strings never meet. */
+function actionKey(ctx: { auth: { keyId: string }; idempotencyKey: string | null }): string | null {
+  return ctx.idempotencyKey === null ? null : `${ctx.auth.keyId}:${ctx.idempotencyKey}`;
+}
+
 /** The amount's decimals checked against its currency (422 naming the field, with the currency's exponent). */
 function minorOf(value: number, cur: string, path: string): number {
   const minor = amountToMinor(value, cur);
@@ -375,7 +380,7 @@ const procurementRoutes = [
     summary: 'Approve the pending level (procurement:write, then finance:write; never the creator, never twice)', permission: 'erp:read', status: 200,
     temporal: true, params: orderId, body: z.strictObject({ note: z.string().max(1000).optional() }), response: procurementOrderSchema,
     async handler(ctx) {
-      return { body: await approveOrder(procurement(ctx.deps, ctx.em()), ctx.params.procurement_order_id, actorOf(ctx.auth), ctx.body.note ?? null, ctx.requestId) };
+      return { body: await approveOrder(procurement(ctx.deps, ctx.em()), ctx.params.procurement_order_id, actorOf(ctx.auth), ctx.body.note ?? null, ctx.requestId, actionKey(ctx)) };
     },
   }),
   route({
@@ -383,7 +388,7 @@ const procurementRoutes = [
     summary: 'Reject an order awaiting approval (the pending level\'s permission)', permission: 'erp:read', status: 200, temporal: true,
     params: orderId, body: z.strictObject({ reason: z.string().max(1000).optional() }), response: procurementOrderSchema,
     async handler(ctx) {
-      return { body: await rejectOrder(procurement(ctx.deps, ctx.em()), ctx.params.procurement_order_id, actorOf(ctx.auth), ctx.body.reason ?? null, ctx.requestId) };
+      return { body: await rejectOrder(procurement(ctx.deps, ctx.em()), ctx.params.procurement_order_id, actorOf(ctx.auth), ctx.body.reason ?? null, ctx.requestId, actionKey(ctx)) };
     },
   }),
   route({
@@ -418,7 +423,7 @@ const procurementRoutes = [
     summary: 'Cancel an order before any receipt', permission: 'erp:write', status: 200, temporal: true, params: orderId,
     body: z.strictObject({ reason: z.string().trim().min(1).max(500).optional() }), response: procurementOrderSchema,
     async handler(ctx) {
-      return { body: await cancelOrder(procurement(ctx.deps, ctx.em()), ctx.params.procurement_order_id, ctx.body.reason ?? 'requested', ctx.requestId) };
+      return { body: await cancelOrder(procurement(ctx.deps, ctx.em()), ctx.params.procurement_order_id, ctx.body.reason ?? 'requested', ctx.requestId, actionKey(ctx)) };
     },
   }),
   route({
