@@ -9,9 +9,10 @@ const DURATION_S = 10;
  * with plain INSERTs into copies of the ledger tables (`like … including defaults`: no triggers,
  * no checks, no HTTP, no validation) for `seconds`: the floor the posting path is measured against.
  */
-async function plainInserts(platform: BenchPlatform, clients: number, seconds: number) {
+async function plainInserts(platform: BenchPlatform, clients: number, seconds: number, into: { transactions: string; lines: string; accountId: string }) {
   await platform.sql(`create table if not exists bench_plain_transactions (like financial_transactions including defaults)`);
   await platform.sql(`create table if not exists bench_plain_lines (like journal_lines including defaults)`);
+  const { transactions, lines, accountId } = into;
   const pool = new pg.Pool({ connectionString: platform.dbUrl, max: clients });
   const latencies: number[] = [];
   const until = Date.now() + seconds * 1000;
@@ -19,17 +20,17 @@ async function plainInserts(platform: BenchPlatform, clients: number, seconds: n
   try {
     await Promise.all(Array.from({ length: clients }, async () => {
       while (Date.now() < until) {
-        const id = `txn_bench_${process.pid}_${n++}`;
+        const id = `txn_bench_${transactions.length}_${n++}`;
         const t0 = performance.now();
         await pool.query(
-          `with t as (insert into bench_plain_transactions (id, account_id, livemode, type, status, amount, currency, base_currency, base_amount,
+          `with t as (insert into ${transactions} (id, account_id, livemode, type, status, amount, currency, base_currency, base_amount,
               exchange_rate, account_code, counter_account_code, tax_inclusive, tax_rate, net_amount, tax_amount, transaction_date, source_type, created_at)
-             values ($1, 'acct_bench', false, 'revenue', 'posted', 10000, 'USD', 'USD', 10000, 1, '4000', '1200', true, 19, 8403, 1597, current_date, 'api', now())
+             values ($1, $2, false, 'revenue', 'posted', 10000, 'USD', 'USD', 10000, 1, '4000', '1200', true, 19, 8403, 1597, current_date, 'api', now())
              returning id)
-           insert into bench_plain_lines (id, account_id, livemode, transaction_id, line_no, ledger_code, debit, credit, posted_on)
-           select nextval('journal_lines_id_seq'), 'acct_bench', false, t.id, x.n, x.code, x.d, x.c, current_date
+           insert into ${lines} (id, account_id, livemode, transaction_id, line_no, ledger_code, debit, credit, posted_on)
+           select nextval('journal_lines_id_seq'), $2, false, t.id, x.n, x.code, x.d, x.c, current_date
              from t cross join (values (1, '1200', 10000, 0), (2, '4000', 0, 8403), (3, '2200', 0, 1597)) as x(n, code, d, c)`,
-          [id],
+          [id, accountId],
         );
         latencies.push(performance.now() - t0);
       }
@@ -58,8 +59,13 @@ export const scenario: Scenario = {
     };
     await autocannonRun({ ...request, duration: 3 }); // warm-up (and the ledger's first use)
     const api = await autocannonRun({ ...request, duration: DURATION_S });
-    await plainInserts(platform, CLIENTS, 2); // warm-up
-    const plain = await plainInserts(platform, CLIENTS, DURATION_S);
+    const [owner] = await platform.sql<{ account_id: string }>('select account_id from financial_transactions limit 1');
+    const plainTables = { transactions: 'bench_plain_transactions', lines: 'bench_plain_lines', accountId: owner!.account_id };
+    await plainInserts(platform, CLIENTS, 2, plainTables); // warm-up
+    const plain = await plainInserts(platform, CLIENTS, DURATION_S, plainTables);
+    // The same statement into the ledger's own tables: what the database's checks (balance trigger,
+    // constraints, indexes) cost, apart from the API.
+    const checked = await plainInserts(platform, CLIENTS, DURATION_S, { ...plainTables, transactions: 'financial_transactions', lines: 'journal_lines' });
     const [balance] = await platform.sql<{ d: string; c: string; n: string }>(
       `select sum(debit)::text as d, sum(credit)::text as c, count(distinct transaction_id)::text as n from journal_lines`);
     return {
@@ -72,6 +78,9 @@ export const scenario: Scenario = {
       plain_p50_ms: plain.p50,
       plain_p99_ms: plain.p99,
       ratio_api_to_plain: Math.round((api.requestsPerSec / Math.max(plain.perSec, 1)) * 100) / 100,
+      ledger_table_inserts_per_sec: checked.perSec,
+      ledger_table_p50_ms: checked.p50,
+      ratio_api_to_ledger_table_inserts: Math.round((api.requestsPerSec / Math.max(checked.perSec, 1)) * 100) / 100,
       ledger_entries: Number(balance?.n ?? 0),
       ledger_balanced: balance?.d === balance?.c,
     };
