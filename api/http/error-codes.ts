@@ -58,6 +58,7 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
 
   // Payments
   card_declined: doc(402, 'Payment Required', 'The card was declined; `decline_code` says why (Stripe\'s decline codes).', 'Follow the `suggestion`; usually ask the customer for another card.'),
+  balance_insufficient: doc(402, 'Payment Required', 'A marketplace split without a card is paid out of the platform\'s gateway balance, which has less available in the currency than the split pays out; `available` gives the balance in minor units. Nothing was transferred (or what was, was reversed).', 'Fund the split with a card (payment_method, or a customer_id with a saved card), or wait until the balance covers it and retry with a new Idempotency-Key.'),
   card_invalid: doc(422, 'Card Invalid', 'The card details are invalid (number, expiry or CVC).', 'Check the card details and send them again.'),
   gateway_not_configured: doc(503, 'Service Unavailable', 'The payment gateway chosen is not configured on this server.', 'Use a configured gateway, or configure this one (see docs/payments.md).'),
   payment_not_refundable: doc(409, 'Conflict', 'Only a succeeded payment can be refunded.', 'Refund the payment once it has succeeded.'),

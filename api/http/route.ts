@@ -160,6 +160,7 @@ export function routeDispatcher(routes: RouteSpec<any, any, any>[], deps: AppDep
     }
     if (!found) return next();
     req.params = found.params;
+    state(res).route = found.route.path;
     serve(found.route, req, res).catch(next);
   };
   /** What it serves, for introspection (the OpenAPI completeness test). */
