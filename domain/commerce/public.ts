@@ -1,5 +1,5 @@
 /** What other areas may use of commerce: orders (for the CRM journey) and prices in other currencies. */
-export { Order } from './entities.ts';
+export { Order, Product, Warehouse } from './entities.ts';
 export { loadRates, priceIn } from './pricing.ts';
 /** Stock operations (the ERP area's purchase-order receipts add stock through them). */
 export { applyStockChanges, type StockChange } from './inventory.ts';

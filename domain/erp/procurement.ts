@@ -11,6 +11,7 @@ import {
   rejectOrderUpdate, type Actor, type ApproverRole, type OrderItem, type ProcurementOrderInput, type ProcurementOrderView,
   type ProcurementStatus,
 } from '../../workflows/erp/shared.ts';
+import { Product, Warehouse } from '../commerce/public.ts';
 import { convertMinorUnits, exponent } from '../money.ts';
 import type { Scope } from '../scope.ts';
 import { amountToMinor, requiredApprovals } from './accounting.ts';
@@ -87,6 +88,22 @@ async function priceItems(
   return { items: priced, currency, total, baseTotal, rate: rate ?? '1' };
 }
 
+/** The receiving warehouse and the SKUs exist in this account and mode (commerce's records), so receipts cannot fail on them later. */
+async function checkStockTargets(em: EntityManager, warehouseId: string | null, items: ItemInput[]): Promise<FieldError[]> {
+  const errors: FieldError[] = [];
+  if (warehouseId && !(await em.findOne(Warehouse, { id: warehouseId }, { fields: ['id'] }))) {
+    errors.push({ path: 'warehouse_id', message: `no warehouse '${warehouseId}' in this account and mode; create it with POST /v3/warehouses` });
+  }
+  const skus = [...new Set(items.flatMap((i) => (i.sku ? [i.sku] : [])))];
+  if (skus.length) {
+    const known = new Set((await em.find(Product, { sku: { $in: skus } }, { fields: ['sku'] })).map((p) => p.sku));
+    items.forEach((i, n) => {
+      if (i.sku && !known.has(i.sku)) errors.push({ path: `items.${n}.sku`, message: `no product with SKU '${i.sku}' in any store of this account and mode` });
+    });
+  }
+  return errors;
+}
+
 function rolesFor(ledger: LedgerSettings, baseTotal: number, forced: boolean): ApproverRole[] {
   return requiredApprovals(baseTotal, { singleFrom: ledger.singleApprovalFrom, dualFrom: ledger.dualApprovalFrom }, forced);
 }
@@ -105,6 +122,7 @@ export async function createProcurementOrder(ctx: ProcurementContext, auth: Scop
   if (input.items.some((i) => i.sku) && !input.warehouseId) {
     errors.push({ path: 'warehouse_id', message: 'items with a sku are received into stock: name the warehouse_id that receives them' });
   }
+  errors.push(...await checkStockTargets(ctx.em, input.warehouseId, input.items));
   if (input.testClockTime && auth.livemode) {
     throw new ApiError({
       status: 403, code: 'test_mode_only', title: 'Forbidden', detail: 'test_clock_time drives an order\'s timers in the sandbox only.',

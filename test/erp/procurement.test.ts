@@ -148,7 +148,12 @@ describe('approval tiers', () => {
       },
     });
     expect(res.status, res.text).toBe(422);
-    expect(res.body.errors.map((e: any) => e.path).sort()).toEqual(['items.1.unit_price', 'items.2.currency', 'items.3', 'vendor_id', 'warehouse_id'].sort());
+    expect(res.body.errors.map((e: any) => e.path).sort()).toEqual(['items.0.sku', 'items.1.unit_price', 'items.2.currency', 'items.3', 'vendor_id', 'warehouse_id'].sort());
+    const elsewhere = await http('/v3/procurement/orders', {
+      key: buyer, body: { vendor_id: await vendor(), warehouse_id: 'wh_someone_elses', items: [{ description: 'x', quantity: 1, unit_price: 1, currency: 'USD' }] },
+    });
+    expect(elsewhere.status).toBe(422);
+    expect(elsewhere.body.errors.map((e: any) => e.path)).toEqual(['warehouse_id']);
     const zero = await http('/v3/procurement/orders', { key: buyer, body: { vendor_id: 'v', items: [] } });
     expect(zero.status).toBe(422);
     const huge = await http('/v3/procurement/orders', { key: buyer, body: { vendor_id: await vendor(), items: [{ description: 'x', quantity: 1e12, unit_price: 1, currency: 'USD' }] } });
