@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { splitTax, termsDates } from '../../domain/erp/accounting.ts';
 import { postTransaction } from '../../domain/erp/ledger.ts';
 import { postEventToLedger } from '../../domain/erp/postings.ts';
 import { scopedEm } from '../../domain/scope.ts';
@@ -262,6 +263,32 @@ describe('the ledger', () => {
     // An earlier date leaves later entries out.
     const before = await http('/v3/financial/reports/trial-balance?as_of=2025-04-30', { key });
     expect(before.body.total_debit_minor).toBeLessThan(tb.body.total_debit_minor);
+  });
+});
+
+describe('the arithmetic, for any input', () => {
+  it('tax splits are exact and within half a minor unit of the true tax; due dates never precede the document', () => {
+    fc.assert(fc.property(
+      fc.integer({ min: 1, max: 1e12 }), fc.integer({ min: 0, max: 999_999 }), fc.boolean(),
+      (amount, rateUnits, inclusive) => {
+        const rate = (rateUnits / 10_000).toFixed(4);
+        const { gross, net, tax } = splitTax(amount, rate, inclusive);
+        expect(net + tax).toBe(gross);
+        expect(inclusive ? gross : net).toBe(amount);
+        // |tax − exact| ≤ ½, compared on integers: |2·tax·D − 2·a·r| ≤ D with D = 10^6 (+ r when inclusive).
+        const d = 1_000_000n + (inclusive ? BigInt(rateUnits) : 0n);
+        const diff = 2n * BigInt(tax) * d - 2n * BigInt(amount) * BigInt(rateUnits);
+        expect(diff < 0n ? -diff : diff).toBeLessThanOrEqual(d);
+      },
+    ), { numRuns: 2000 });
+    fc.assert(fc.property(fc.date({ min: new Date('2000-01-01'), max: new Date('2099-12-31'), noInvalidDate: true }),
+      fc.constantFrom('due_on_receipt', 'net_15', 'net_30', 'net_60', 'eom', '2_10_net_30') as fc.Arbitrary<Parameters<typeof termsDates>[1]>,
+      (d, terms) => {
+        const date = d.toISOString().slice(0, 10);
+        const t = termsDates(date, terms);
+        expect(t.dueDate >= date).toBe(true);
+        if (t.discountDate) expect(t.discountDate > date && t.discountDate < t.dueDate).toBe(true);
+      }), { numRuns: 500 });
   });
 });
 
