@@ -8,7 +8,7 @@ import type { procurementOrderWorkflow } from '../../workflows/erp/procurement-o
 import {
   ORDER_TRANSITIONS, advanceOrderClockUpdate, approveOrderUpdate, awaitOrderRecordedUpdate, billOrderUpdate, cancelOrderUpdate,
   editItemsUpdate, escalateOrderUpdate, orderStateQuery, procurementOrderWorkflowId, reassignApproverUpdate, receiveOrderUpdate,
-  rejectOrderUpdate, type Actor, type ApproverRole, type OrderItem, type ProcurementOrderInput, type ProcurementOrderView,
+  rejectOrderUpdate, submitOrderUpdate, type Actor, type ApproverRole, type OrderItem, type ProcurementOrderInput, type ProcurementOrderView,
   type ProcurementStatus,
 } from '../../workflows/erp/shared.ts';
 import { Product, Warehouse } from '../commerce/public.ts';
@@ -45,6 +45,8 @@ export interface CreateOrderInput {
   vendorId: string;
   items: ItemInput[];
   approvalRequired: boolean;
+  /** false: keep the order a draft until submitOrder. */
+  submit: boolean;
   warehouseId: string | null;
   projectId: string | null;
   testClockTime: Date | null;
@@ -134,7 +136,7 @@ export async function createProcurementOrder(ctx: ProcurementContext, auth: Scop
   const workflowInput: ProcurementOrderInput = {
     orderId: input.orderId, accountId: scope.accountId, livemode: scope.livemode, vendorId: input.vendorId, currency: priced.currency,
     items: priced.items, total: priced.total, baseTotal: priced.baseTotal, exchangeRate: priced.rate, approvalRequired: input.approvalRequired,
-    roles: rolesFor(ledger, priced.baseTotal, input.approvalRequired), warehouseId: input.warehouseId, projectId: input.projectId,
+    submit: input.submit, roles: rolesFor(ledger, priced.baseTotal, input.approvalRequired), warehouseId: input.warehouseId, projectId: input.projectId,
     createdBy: auth.keyId, escalationMs: ledger.escalationHours * 3_600_000, escalationLimit: ledger.escalationLimit,
     tolerancePercent: ledger.matchTolerancePercent, testClockStart: input.testClockTime?.getTime() ?? null, metadata: input.metadata,
     requestId: input.requestId,
@@ -242,6 +244,10 @@ export async function billOrder(ctx: ProcurementContext, id: string, bill: { bil
   if (amount === null) throw validationFailed([{ path: 'amount', message: `more decimals than ${order.currency} allows` }]);
   return update(ctx, id, 'bill', (h) => h.executeUpdate(billOrderUpdate, { args: [{ billId: bill.billId, invoiceNumber: bill.invoiceNumber, amount, requestId }] }),
     { billId: bill.billId });
+}
+
+export function submitOrder(ctx: ProcurementContext, id: string, requestId: string | null) {
+  return update(ctx, id, 'submit', (h) => h.executeUpdate(submitOrderUpdate, { args: [{ requestId }] }));
 }
 
 export function cancelOrder(ctx: ProcurementContext, id: string, reason: string, requestId: string | null, idempotencyKey: string | null = null) {

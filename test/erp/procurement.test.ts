@@ -106,6 +106,18 @@ describe('approval tiers', () => {
     expect(await eventCount('procurement.order.approved', o.id)).toBe(1);
   });
 
+  it('a draft keeps its items editable and asks for no approval until it is submitted', async () => {
+    const d = await order({ vendor_id: await vendor(), items: items(500), submit: false });
+    expect(d).toMatchObject({ status: 'draft', approval: { steps: [] } });
+    expect((await action(d.id, 'approve', approverB)).body).toMatchObject({ code: 'invalid_state_transition', current_state: 'draft' });
+    const edited = await http(`/v3/procurement/orders/${d.id}`, { key: buyer, method: 'PATCH', body: { items: items(4000) } });
+    expect(edited.body).toMatchObject({ status: 'draft', total: 4000, approval: { steps: [expect.objectContaining({ role: 'procurement' })] } });
+    const submitted = await action(d.id, 'submit', buyer);
+    expect(submitted.status, submitted.text).toBe(200);
+    expect(submitted.body.status).toBe('pending_approval');
+    expect((await action(d.id, 'submit', buyer)).body).toMatchObject({ code: 'invalid_state_transition', current_state: 'pending_approval' });
+  });
+
   it('editing the items resets approvals and recomputes the tier; rejection and cancellation are final', async () => {
     const o = await order({ vendor_id: await vendor(), items: items(12_000) });
     expect((await action(o.id, 'approve', approverB)).body.approval.steps[0].approved_by).not.toBeNull();

@@ -6,7 +6,7 @@ import { recordStatus } from '../kit/search-attributes.ts';
 import {
   APPROVER_PERMISSION, DB_STEPS, ORDER_TRANSITIONS, TERMINAL_STATUSES, VENDOR_STEPS,
   advanceOrderClockUpdate, approveOrderUpdate, awaitOrderRecordedUpdate, billOrderUpdate, cancelOrderUpdate, editItemsUpdate,
-  escalateOrderUpdate, orderStateQuery, reassignApproverUpdate, receiveOrderUpdate, rejectOrderUpdate,
+  escalateOrderUpdate, orderStateQuery, reassignApproverUpdate, receiveOrderUpdate, rejectOrderUpdate, submitOrderUpdate,
   type Actor, type ApprovalStep, type ApproverRole, type OrderEvent, type OrderItem, type OrderState, type ProcurementOrderInput,
   type ProcurementOrderView, type ProcurementStatus,
 } from './shared.ts';
@@ -137,8 +137,19 @@ export class PurchaseOrder {
       this.#rejected = refuse(REFUSALS.rejected, 'The purchase order could not be recorded.', { cause: String(err) });
       throw this.#rejected;
     }
-    await this.#submit(null);
+    if (this.#input.submit !== false) await this.#submit(null);
     this.#opened = true;
+  }
+
+  validateSubmit(): void {
+    this.#require('submit');
+  }
+
+  /** A draft goes to approval (or straight to approved when no tier applies). */
+  async submit(req: { requestId: string | null }): Promise<ProcurementOrderView> {
+    this.#dirty = true;
+    await this.#submit(req.requestId);
+    return this.#view!;
   }
 
   async #submit(requestId: string | null): Promise<void> {
@@ -459,6 +470,7 @@ export async function procurementOrderWorkflow(input: ProcurementOrderInput): Pr
   setExclusiveUpdateHandler(lock, editItemsUpdate, { validate: () => order.validateEditItems(), handle: (r) => order.editItems(r) });
   setExclusiveUpdateHandler(lock, receiveOrderUpdate, { validate: (r) => order.validateReceive(r), handle: (r) => order.receive(r) });
   setExclusiveUpdateHandler(lock, billOrderUpdate, { validate: (r) => order.validateBill(r), handle: (r) => order.bill(r) });
+  setExclusiveUpdateHandler(lock, submitOrderUpdate, { validate: () => order.validateSubmit(), handle: (r) => order.submit(r) });
   setExclusiveUpdateHandler(lock, cancelOrderUpdate, { validate: (r) => order.validateCancel(r), handle: (r) => order.cancel(r) });
   setExclusiveUpdateHandler(lock, reassignApproverUpdate, { validate: (r) => order.validateReassign(r), handle: (r) => order.reassign(r) });
   // These wait for the main loop, so they take no lock (the loop's steps take it).

@@ -25,6 +25,7 @@ export const ORDER_TRANSITIONS = {
   approve: ['pending_approval'],
   reject: ['pending_approval'],
   editItems: ['draft', 'pending_approval'],
+  submit: ['draft'],
   receive: ['ordered', 'partially_received'],
   bill: ['received'],
   cancel: ['draft', 'pending_approval', 'approved', 'ordered'],
@@ -99,6 +100,8 @@ export interface ProcurementOrderInput {
   /** Units of the base currency per unit of the order's currency, fixed when the order is made. */
   exchangeRate: string;
   approvalRequired: boolean;
+  /** false: the order stays a draft (items editable, no approvals yet) until `submitOrder`. */
+  submit?: boolean;
   roles: ApproverRole[];
   warehouseId: string | null;
   projectId: string | null;
@@ -152,6 +155,7 @@ export const rejectOrderUpdate = defineUpdate<ProcurementOrderView, [Actor & { r
 export const editItemsUpdate = defineUpdate<ProcurementOrderView, [{ items: OrderItem[]; total: number; baseTotal: number; roles: ApproverRole[]; requestId: string | null }]>('editOrderItems');
 export const receiveOrderUpdate = defineUpdate<ProcurementOrderView, [{ receiptId: string; lines: { line: number; quantity: number }[]; requestId: string | null }]>('receiveOrder');
 export const billOrderUpdate = defineUpdate<ProcurementOrderView, [{ billId: string; invoiceNumber: string; amount: number; requestId: string | null }]>('billOrder');
+export const submitOrderUpdate = defineUpdate<ProcurementOrderView, [{ requestId: string | null }]>('submitOrder');
 export const cancelOrderUpdate = defineUpdate<ProcurementOrderView, [{ reason: string; requestId: string | null; idempotencyKey?: string | null }]>('cancelOrder');
 /** Sandbox: moves the order's test clock to `to` (epoch ms); answers once everything due by then has run. */
 export const advanceOrderClockUpdate = defineUpdate<ProcurementOrderView, [{ to: number }]>('advanceOrderClock');

@@ -7,7 +7,7 @@ import {
 } from '../../../domain/erp/ledger.ts';
 import {
   actorOf, advanceOrderClock, approveOrder, billOrder, cancelOrder, createProcurementOrder, editOrderItems, getProcurementOrder,
-  listProcurementOrders, receiveOrder, rejectOrder, type ProcurementContext,
+  listProcurementOrders, receiveOrder, rejectOrder, submitOrder, type ProcurementContext,
 } from '../../../domain/erp/procurement.ts';
 import { createProject, getProject, getProjectAnalytics, listProjects, updateProject } from '../../../domain/erp/projects.ts';
 import {
@@ -333,6 +333,7 @@ const orderBody = z.strictObject({
   vendor_id: id,
   items: z.array(item).min(1).max(200),
   approval_required: z.boolean().default(false).describe('true: at least one approval whatever the amount.'),
+  submit: z.boolean().default(true).describe('false: the order stays a draft (its items editable, no approvals yet) until POST …/submit.'),
   warehouse_id: id.optional().describe('Where receipts of SKU items go (required when an item has a sku).'),
   project_id: id.optional().describe('Book the receipts and the bill against this project.'),
   test_clock_time: z.iso.datetime({ offset: true }).transform((t) => new Date(t)).optional()
@@ -350,7 +351,7 @@ const procurementRoutes = [
     async handler(ctx) {
       const { body } = ctx;
       const view = await createProcurementOrder(procurement(ctx.deps, ctx.em()), ctx.auth, {
-        orderId: await ctx.resourceId('procurementOrder'), vendorId: body.vendor_id, items: body.items, approvalRequired: body.approval_required,
+        orderId: await ctx.resourceId('procurementOrder'), vendorId: body.vendor_id, items: body.items, approvalRequired: body.approval_required, submit: body.submit,
         warehouseId: body.warehouse_id ?? null, projectId: body.project_id ?? null, testClockTime: body.test_clock_time ?? null,
         metadata: body.metadata ?? {}, requestId: ctx.requestId,
       });
@@ -416,6 +417,14 @@ const procurementRoutes = [
       return {
         body: await billOrder(procurement(ctx.deps, ctx.em()), ctx.params.procurement_order_id, { billId, invoiceNumber: ctx.body.invoice_number, amount: ctx.body.amount }, ctx.requestId),
       };
+    },
+  }),
+  route({
+    method: 'post', path: '/v3/procurement/orders/{procurement_order_id}/submit', operationId: 'submitProcurementOrder', tag: TAG,
+    summary: 'Submit a draft order: to approval by its amount tier, or straight to approved', permission: 'erp:write', status: 200, temporal: true,
+    params: orderId, body: z.strictObject({}), response: procurementOrderSchema,
+    async handler(ctx) {
+      return { body: await submitOrder(procurement(ctx.deps, ctx.em()), ctx.params.procurement_order_id, ctx.requestId) };
     },
   }),
   route({
