@@ -3,6 +3,7 @@ import { communicationsArea } from './communications/area.ts';
 import { commerceArea } from './commerce/area.ts';
 import { crmArea } from './crm/area.ts';
 import { customersArea } from './customers/area.ts';
+import { erpArea } from './erp/area.ts';
 import { paymentsArea } from './payments/area.ts';
 import { platformArea } from './platform/area.ts';
 import { shippingArea } from './shipping/area.ts';
@@ -22,6 +23,7 @@ export const AREAS = [
   commerceArea,
   crmArea,
   shippingArea,
+  erpArea,
   webhooksArea,
   communicationsArea,
 ] as const;

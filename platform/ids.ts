@@ -42,6 +42,14 @@ export const ID_PREFIX = {
   shipment: 'shp',
   pickup: 'pku',
   shippingClock: 'shclk',
+  ledgerAccount: 'gla',
+  financialTransaction: 'txn',
+  exchangeRate: 'fxr',
+  project: 'proj',
+  vendor: 'ven',
+  procurementOrder: 'po',
+  procurementReceipt: 'rcpt',
+  vendorBill: 'vbill',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

@@ -76,6 +76,15 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
   carrier_not_configured: doc(503, 'Service Unavailable', 'No carrier is configured for this account and mode on this server.', 'Configure a carrier (EASYPOST_API_KEY, or the account\'s carriers through the admin API).'),
   carrier_signature_invalid: doc(401, 'Unauthorized', 'A carrier push did not carry a valid signature of its body.', 'Sign the exact JSON body with the carrier\'s push secret (docs/shipping.md).'),
   pickup_already_scheduled: doc(409, 'Conflict', 'A shipment is already in a scheduled pickup (`pickup_id`).', 'Cancel that pickup first, or leave the shipment out.'),
+  // ERP
+  ledger_account_exists: doc(409, 'Conflict', 'The chart of accounts already has an account with this code.', 'Choose another code, or use the existing account.'),
+  base_currency_locked: doc(409, 'Conflict', 'The ledger already holds transactions, so its base currency can no longer change.', 'Keep the base currency (set exchange rates for other currencies instead).'),
+  self_approval_forbidden: doc(403, 'Forbidden', 'The API key that created a purchase order cannot approve or reject it.', 'Ask an approver with another key.'),
+  already_approved: doc(409, 'Conflict', 'This key already approved the purchase order at an earlier level; each level needs a different approver.', 'Ask a different approver for the next level.'),
+  approver_not_assigned: doc(403, 'Forbidden', 'An operator assigned the pending approval level to another key.', 'Ask the assigned approver, or have the step reassigned.'),
+  three_way_match_failed: doc(422, 'Unprocessable Content', 'The vendor bill differs from the received value of the order by more than the match tolerance.', 'Check the bill against the receipts; get a corrected bill or record the missing receipt.'),
+  no_test_clock: doc(409, 'Conflict', 'The purchase order runs on real time; it has no test clock to advance.', 'Create the order in test mode with test_clock_time.'),
+  vendor_rejected: doc(422, 'Vendor Rejected', 'The vendor refused the purchase order.', 'Choose another vendor, or contact this one.'),
 
   // Webhooks
   webhook_url_forbidden: doc(422, 'Validation Failed', 'The webhook URL points at a private, loopback or otherwise forbidden address.', 'Use a public HTTPS URL.'),

@@ -72,6 +72,12 @@ const FACTORIES: Record<string, Factory> = {
   pickup_id: async (ids) => (await create(http, owner, '/v3/shipping/pickup/schedule', {
     shipment_ids: [ids.shipment_id], pickup_date: '2025-01-02', time_window: { start: '10:00', end: '12:00' }, contact: { name: 'Dock', phone: '+14155550123' },
   })).id,
+  transaction_id: async () => (await create(http, owner, '/v3/financial/transactions', { type: 'revenue', amount: 10, currency: 'USD' })).id,
+  project_id: async () => (await create(http, owner, '/v3/projects', { name: 'Iso', budget: 100, start_date: '2025-01-01', end_date: '2025-12-31' })).id,
+  vendor_id: async () => (await create(http, owner, '/v3/vendors', { name: 'Iso vendor', email: 'iso@vendor.test' })).id,
+  procurement_order_id: async (ids) => (await create(http, owner, '/v3/procurement/orders', {
+    vendor_id: ids.vendor_id, approval_required: true, items: [{ description: 'Iso', quantity: 1, unit_price: 5, currency: 'USD' }],
+  })).id,
   event_id: async (ids) => {
     const res = await http(`/v3/events?limit=100`, { key: owner });
     const event = res.body.data.find((e: { data: { object: { id: string } } }) => e.data.object.id === ids.payment_id);
@@ -100,6 +106,10 @@ const BODIES: Record<string, unknown> = {
   'patch /v3/communications/pbx/{pbx_id}/extensions/{extension_id}': { status: 'dnd' },
   'post /v3/communications/calls/{call_id}/hangup': {},
   'post /v3/shipping/test_clocks/{shipping_clock_id}/advance': { frozen_time: '2025-01-05T00:00:00Z' },
+  'patch /v3/projects/{project_id}': { name: 'Hijacked' },
+  'patch /v3/procurement/orders/{procurement_order_id}': { items: [{ description: 'Hijack', quantity: 1, unit_price: 1, currency: 'USD' }] },
+  'post /v3/procurement/orders/{procurement_order_id}/bill': { invoice_number: 'HIJACK', amount: 1 },
+  'post /v3/procurement/orders/{procurement_order_id}/test_clock/advance': { frozen_time: '2030-01-01T00:00:00Z' },
 };
 
 /**
@@ -108,6 +118,7 @@ const BODIES: Record<string, unknown> = {
  */
 const EXPECTED: Record<string, string> = {
   'post /v3/test_clocks/{clock_id}/advance (other mode)': '403 test_mode_only',
+  'post /v3/procurement/orders/{procurement_order_id}/test_clock/advance (other mode)': '403 test_mode_only',
   'put /v3/inventory/{sku}/stock (other account)': '422 validation_failed',
   'put /v3/inventory/{sku}/stock (other mode)': '422 validation_failed',
 };
