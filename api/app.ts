@@ -2,10 +2,13 @@ import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { createRequire } from 'node:module';
+import { timingSafeEqual } from 'node:crypto';
 import { dirname } from 'node:path';
 import { newId } from '../platform/ids.ts';
 import { ApiError } from '../platform/errors.ts';
 import { withLogContext } from '../platform/log-context.ts';
+import { httpDuration, httpRequests, renderMetrics } from '../platform/metrics.ts';
+import { httpServerSpan } from '../platform/telemetry.ts';
 import { adminRouter } from './admin/router.ts';
 import { v3Routes } from '../domain/registry.ts';
 import { FailedAuthThrottle, createContextInner, isUnexpectedAdminError } from './admin/trpc.ts';
@@ -54,6 +57,11 @@ const extraRoutes: ExtraRoute[] = [
     method: 'get', path: '/readyz', summary: 'Readiness: PostgreSQL and Temporal reachable, a worker polling', tag: 'Operations', security: false,
     responses: { 200: { description: 'Ready', schema: readiness }, 503: { description: 'Not ready (see checks)', schema: readiness } },
   },
+  {
+    method: 'get', path: '/metrics', tag: 'Operations', security: false,
+    summary: 'Prometheus metrics: from the same host, or with `Authorization: Bearer <METRICS_TOKEN>` when that is set',
+    responses: { 200: { description: 'Prometheus text exposition format' }, 404: { description: 'Not allowed from here (answered as an unknown route)' } },
+  },
   { method: 'get', path: '/v3/openapi.json', summary: 'This OpenAPI 3.1 document', tag: 'Operations', security: false },
   {
     method: 'get', path: '/docs', summary: 'Human-readable API reference', tag: 'Operations', security: false,
@@ -85,7 +93,11 @@ export function createApp(deps: AppDeps): express.Express {
     st.format = 'json';
     res.setHeader('Request-Id', st.requestId);
     setSecurityHeaders(req, res);
-    res.once('finish', () => logRequest(deps, req, res));
+    const span = httpServerSpan(req.method, req.headers);
+    res.once('finish', () => {
+      logRequest(deps, req, res); // inside the span: the access log line carries the trace id
+      span.finish(res.statusCode, st.route);
+    });
 
     const format = negotiate(req.headers.accept);
     // The /docs pages are HTML: a browser's `Accept: text/html` is theirs to answer.
@@ -105,7 +117,7 @@ export function createApp(deps: AppDeps): express.Express {
       }));
     }
     // Every line logged while serving it carries the request id (the dispatcher adds account and mode).
-    withLogContext({ request_id: st.requestId }, next);
+    span.run(() => withLogContext({ request_id: st.requestId }, next));
   });
 
   // The /v3 API first: the hot path passes no other layer.
@@ -131,6 +143,19 @@ export function createApp(deps: AppDeps): express.Express {
       ...(ready ? {} : { detail: `${down.join('; ')}.` }),
       request_log: deps.requestLog.stats(),
     }, ready ? {} : { headers: { 'Retry-After': '5' } });
+  });
+
+  app.get('/metrics', async (req, res, next) => {
+    state(res).route = '/metrics';
+    if (!metricsAllowed(deps.config.METRICS_TOKEN, req)) {
+      return next(new ApiError({
+        status: 404, code: 'route_not_found', title: 'Not Found', detail: 'No route GET /metrics.',
+        suggestion: 'Scrape /metrics from the same host, or with `Authorization: Bearer <METRICS_TOKEN>` when METRICS_TOKEN is set.',
+      }));
+    }
+    const { contentType, body } = await renderMetrics();
+    res.setHeader('Content-Type', contentType);
+    res.end(body);
   });
 
   const openapi = buildOpenApi(v3Routes, extraRoutes, API_VERSION);
@@ -225,10 +250,29 @@ function mountDocs(app: express.Express): void {
   });
 }
 
+/**
+ * `/metrics` is for Prometheus: with METRICS_TOKEN set, only with that bearer token (compared in
+ * constant time); without it, only from the same host (loopback), so a public port never shows it.
+ */
+function metricsAllowed(token: string | undefined, req: Request): boolean {
+  if (token) {
+    const presented = Buffer.from(/^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? '');
+    const expected = Buffer.from(token);
+    return presented.length === expected.length && timingSafeEqual(presented, expected);
+  }
+  const ip = req.socket.remoteAddress ?? '';
+  return ip === '127.0.0.1' || ip === '::1' || ip === '::ffff:127.0.0.1';
+}
+
 function logRequest(deps: AppDeps, req: Request, res: Response): void {
   const st = state(res);
   const durationMs = Number(process.hrtime.bigint() - st.startedAt) / 1e6;
   const path = req.originalUrl.split('?')[0]!;
+  // Route templates only (an unmatched path would make a label per URL).
+  const route = st.route ?? (req.route?.path as string | undefined) ?? 'unmatched';
+  const status = res.statusCode;
+  httpRequests.inc({ method: req.method, route, status });
+  httpDuration.observe({ method: req.method, route, status_class: `${Math.floor(status / 100)}xx` }, durationMs / 1000);
   if (path.startsWith('/v3/') && path !== '/v3/openapi.json') {
     deps.requestLog.add({
       requestId: st.requestId,

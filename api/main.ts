@@ -1,4 +1,5 @@
 /** Production entry point of the API: `node dist/api/main.js`. */
+import '../platform/telemetry-init.ts'; // first: tracing patches `pg` as it loads
 import { createOrm } from '../db/orm.ts';
 import { loadConfigOrExit } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';

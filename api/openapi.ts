@@ -68,14 +68,11 @@ function successContent(schema: z.ZodType) {
   };
 }
 
-/** A file answer: binary media types without a schema (OpenAPI 3.1's way), a JSON file as any JSON document. */
-function fileContent(types: readonly string[]) {
-  return Object.fromEntries(types.map((t) => [t, t.includes('json') ? { schema: { description: 'The file, a JSON document' } } : {}]));
-}
-
 function operation(spec: RouteSpec<any, any, any>): ZodOpenApiOperationObject {
   const responses: ZodOpenApiResponsesObject = {
-    [spec.status]: { description: 'Success', content: spec.produces ? fileContent(spec.produces) : successContent(spec.response) },
+    [spec.status]: spec.binary
+      ? { description: spec.binary.description, content: Object.fromEntries([spec.binary.mediaType].flat().map((t) => [t, {}])) }
+      : { description: 'Success', content: successContent(spec.response) },
     ...errorResponses(spec),
   };
   for (const [status, extra] of Object.entries(spec.responses ?? {})) {

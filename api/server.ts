@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type MikroORM } from '../db/orm.ts';
 import { nativePool } from '../db/pool.ts';
+import { observePool } from '../platform/metrics.ts';
 import { holdInstanceLock } from '../domain/idempotency/liveness.ts';
 import { buildServices, eventCatalog, permissionScopes } from '../domain/registry.ts';
 import { RequestLogBuffer } from '../domain/requests/log-buffer.ts';
@@ -28,6 +29,7 @@ export async function startApiServer(opts: {
   rateLimitClock?: RateLimitClock;
 }): Promise<RunningApi> {
   const pool = await nativePool(opts.orm);
+  observePool('orm', pool);
   const platform = { config: opts.config, orm: opts.orm, logger: opts.logger };
   const deps: AppDeps = {
     ...platform,

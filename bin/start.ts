@@ -5,6 +5,7 @@
  * with the Web UI on TEMPORAL_UI_PORT. Then migrations, the worker and the API on PORT.
  * Ctrl-C stops everything this started.
  */
+import '../platform/telemetry-init.ts'; // first: tracing patches `pg` as it loads
 import { join, relative } from 'node:path';
 import { startApiServer } from '../api/server.ts';
 import { createOrm, migrate } from '../db/orm.ts';

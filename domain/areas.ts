@@ -1,10 +1,13 @@
 import { analyticsArea } from './analytics/area.ts';
 import { billingArea } from './billing/area.ts';
+import { communicationsArea } from './communications/area.ts';
 import { commerceArea } from './commerce/area.ts';
 import { crmArea } from './crm/area.ts';
 import { customersArea } from './customers/area.ts';
+import { erpArea } from './erp/area.ts';
 import { paymentsArea } from './payments/area.ts';
 import { platformArea } from './platform/area.ts';
+import { shippingArea } from './shipping/area.ts';
 import { webhooksArea } from './webhooks/area.ts';
 
 /**
@@ -20,6 +23,9 @@ export const AREAS = [
   billingArea,
   commerceArea,
   crmArea,
+  shippingArea,
+  erpArea,
   analyticsArea,
   webhooksArea,
+  communicationsArea,
 ] as const;

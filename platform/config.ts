@@ -36,6 +36,12 @@ const schema = z.object({
   /** Prepended to every task queue name; lets test files and tenants share one Temporal server. */
   TASK_QUEUE_PREFIX: z.string().default(''),
   ADMIN_TOKEN: z.string().min(16, 'use at least 16 characters').optional(),
+  /** Bearer token Prometheus presents on GET /metrics; unset: /metrics answers loopback clients only. */
+  METRICS_TOKEN: z.string().min(16, 'use at least 16 characters').optional(),
+  /** A worker-only process (`npm run start:worker`) serves GET /metrics on this port; unset: no metrics listener. */
+  METRICS_PORT: port.optional(),
+  /** The Temporal SDK's own metrics (Core: pollers, slots, latencies) in Prometheus format on this host:port, e.g. 0.0.0.0:9464. */
+  TEMPORAL_METRICS_BIND_ADDRESS: z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port, e.g. 0.0.0.0:9464').optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   RATE_LIMIT_PER_MINUTE: positiveInt.default(100),
   RATE_LIMIT_PER_MINUTE_PREMIUM: positiveInt.default(5000),

@@ -19,6 +19,7 @@
  */
 import { multistream, pino, stdTimeFunctions, type Logger as PinoLogger } from 'pino';
 import { currentLogContext } from './log-context.ts';
+import { currentTraceId } from './telemetry.ts';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -87,6 +88,8 @@ function wrap(p: PinoLogger): Logger {
 /** The line's fields: the log context, then the caller's (reserved names renamed, errors serialized). */
 function entry(fields: Record<string, unknown> | undefined): Record<string, unknown> {
   const out: Record<string, unknown> = { ...currentLogContext() };
+  const traceId = currentTraceId();
+  if (traceId) out.trace_id = traceId;
   if (!fields) return out;
   for (const key of Object.keys(fields)) {
     const value = fields[key];

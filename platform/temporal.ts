@@ -1,5 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { serviceUnavailable } from './errors.ts';
+import { clientInterceptors } from './temporal-interceptors.ts';
 
 export interface TemporalHandle {
   client: Client;
@@ -24,7 +25,7 @@ export function taskQueueName(prefix: string, area: string): string {
  */
 export function createTemporalHandle(opts: { address: string; namespace: string; taskQueuePrefix: string }): TemporalHandle {
   const connection = Connection.lazy({ address: opts.address, connectTimeout: '3s' });
-  const client = new Client({ connection, namespace: opts.namespace });
+  const client = new Client({ connection, namespace: opts.namespace, interceptors: clientInterceptors() });
   // Last known reachability. While Temporal is known to be up, a stale answer is refreshed in the
   // background (a slow probe under load must not turn into a 503); while it is down or unknown,
   // callers wait for the probe. One probe at a time.

@@ -1,7 +1,10 @@
 /** Production entry point of the worker: `node dist/worker/main.js`. */
+import '../platform/telemetry-init.ts'; // first: tracing patches `pg` as it loads
+import { createServer } from 'node:http';
 import { createOrm } from '../db/orm.ts';
 import { loadConfigOrExit } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
+import { renderMetrics } from '../platform/metrics.ts';
 import { onShutdown, requireSetting } from '../platform/process.ts';
 import { createTemporalHandle } from '../platform/temporal.ts';
 import { ensureSchedules } from './schedules.ts';
@@ -16,7 +19,13 @@ const workers = await startWorkers({
   address, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX, orm, logger, logLevel: config.LOG_LEVEL,
 });
 await ensureSchedules(temporal.client, temporal.taskQueue('platform'));
+// A worker-only process has no API to serve /metrics: its own listener, when asked for.
+const metricsServer = config.METRICS_PORT === undefined ? undefined : createServer((req, res) => {
+  if (req.method !== 'GET' || req.url !== '/metrics') return void res.writeHead(404).end();
+  renderMetrics().then(({ contentType, body }) => res.writeHead(200, { 'Content-Type': contentType }).end(body), () => res.writeHead(500).end());
+}).listen(config.METRICS_PORT, config.HOST, () => logger.info('worker metrics listening', { port: config.METRICS_PORT }));
 onShutdown(logger, async () => {
+  metricsServer?.close();
   await workers.shutdown();
   await temporal.close();
   await orm.close();

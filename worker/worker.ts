@@ -1,4 +1,8 @@
-import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type WorkflowBundleOption } from '@temporalio/worker';
+import {
+  OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor, makeWorkflowExporter,
+} from '@temporalio/interceptors-opentelemetry';
+import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type ActivityInterceptorsFactory, type WorkflowBundleOption } from '@temporalio/worker';
+import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +18,11 @@ import { loadConfig } from '../platform/config.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { AreaServices } from '../platform/services.ts';
 import { taskQueueName } from '../platform/temporal.ts';
+import { clientInterceptors } from '../platform/temporal-interceptors.ts';
+import { Resource } from '@opentelemetry/resources';
+import { activeTelemetry, workflowSpanProcessor } from '../platform/telemetry.ts';
+import { nativePool } from '../db/pool.ts';
+import { observePool } from '../platform/metrics.ts';
 
 /** Where `npm run build` writes the prebuilt bundle that production workers load. */
 export const PREBUILT_BUNDLE = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url));
@@ -51,7 +60,7 @@ export async function buildWorkflowBundle(extraModules: readonly URL[] = []): Pr
   try {
     const workflowsPath = join(dir, 'workflows.js');
     writeFileSync(workflowsPath, `${lines.join('\n')}\n`);
-    const { code } = await bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('WARN') });
+    const { code } = await bundleWorkflowCode({ workflowsPath, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES, logger: new DefaultLogger('WARN') });
     return { code, workflowTypes: [...owner.keys()] };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -63,15 +72,31 @@ export function defaultBundle(): WorkflowBundleOption | undefined {
   return existsSync(PREBUILT_BUNDLE) ? { codePath: PREBUILT_BUNDLE } : undefined;
 }
 
-/** Every worker's activity interceptors: log context, and 4xx ApiErrors made non-retryable refusals. */
-export const ACTIVITY_INTERCEPTORS = [activityLogContext, activityRefusals] as const;
+/**
+ * Workflow interceptors in every bundle: the workflow and its activities continue the trace of the
+ * request that started them (spans leave the sandbox through the `exporter` sink; see startWorkers).
+ */
+const WORKFLOW_INTERCEPTOR_MODULES = [createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
+
+/** Each activity runs in a span of its workflow's trace (no-op spans when tracing is off). */
+const activityTracing: ActivityInterceptorsFactory = (ctx) => ({
+  inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
+  outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+});
+
+/** Every worker's activity interceptors: tracing, log context, and 4xx ApiErrors made non-retryable refusals. */
+export const ACTIVITY_INTERCEPTORS = [activityTracing, activityLogContext, activityRefusals] as const;
 
 let runtimeInstalled = false;
-function installRuntime(level: string): void {
+function installRuntime(level: string, metricsBindAddress: string | undefined): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const sdkLevel = level === 'debug' ? 'DEBUG' : level === 'info' ? 'INFO' : 'WARN';
-  Runtime.install({ logger: new DefaultLogger(sdkLevel as 'WARN') });
+  Runtime.install({
+    logger: new DefaultLogger(sdkLevel as 'WARN'),
+    // The SDK's own metrics (pollers, task slots, schedule-to-start latencies) for Prometheus.
+    ...(metricsBindAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress: metricsBindAddress } } } } : {}),
+  });
 }
 
 export interface WorkerOptions {
@@ -108,12 +133,14 @@ export interface RunningWorkers {
  * scaled (more replicas) on its own.
  */
 export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers> {
-  installRuntime(opts.logLevel ?? 'warn');
+  const config = opts.config ?? loadConfig();
+  installRuntime(opts.logLevel ?? 'warn', config.TEMPORAL_METRICS_BIND_ADDRESS);
   const connection = await NativeConnection.connect({ address: opts.address });
   const bundle = opts.bundle ?? defaultBundle() ?? (await buildWorkflowBundle());
-  const config = opts.config ?? loadConfig();
+  observePool('orm', await nativePool(opts.orm));
   // A client on the worker's own connection, for activities that start workflows (the event dispatcher).
-  const client = new Client({ connection, namespace: opts.namespace });
+  const client = new Client({ connection, namespace: opts.namespace, interceptors: clientInterceptors() });
+  const workflowSpans = makeWorkflowExporter(workflowSpanProcessor(), activeTelemetry()?.resource ?? Resource.empty());
   const platform = { orm: opts.orm, config, logger: opts.logger };
   const deps = {
     ...platform,
@@ -134,6 +161,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
         workflowBundle: bundle,
         activities: activitiesOf(area, deps),
         interceptors: { activity: [...ACTIVITY_INTERCEPTORS] },
+        sinks: { exporter: workflowSpans },
         shutdownGraceTime: '10s',
         stickyQueueScheduleToStartTimeout: config.TEMPORAL_STICKY_QUEUE_TIMEOUT_MS,
       })),

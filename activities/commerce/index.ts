@@ -1,9 +1,9 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import {
-  cancelOrder, fulfillOrder, markFulfillmentDelayed, writeOrder, type OrderView, type TransitionResult,
+  cancelOrder, fulfillOrder, markFulfillmentDelayed, recordOrderShipment, writeOrder, type OrderView, type TransitionResult,
 } from '../../domain/commerce/orders.ts';
 import { scopedEm, type Scope } from '../../domain/scope.ts';
-import type { CancelOrderInput, FulfillOrderInput, OrderDraft, OrderRef } from '../../workflows/commerce/shared.ts';
+import type { CancelOrderInput, FulfillOrderInput, OrderDraft, OrderRef, OrderShipmentInput } from '../../workflows/commerce/shared.ts';
 
 export interface CommerceActivityDeps {
   orm: MikroORM;
@@ -27,6 +27,9 @@ export function createCommerceActivities({ orm }: CommerceActivityDeps) {
     },
     async cancelOrder(input: OrderRef & CancelOrderInput): Promise<TransitionResult> {
       return cancelOrder(scopedEm(orm, scopeOf(input)), scopeOf(input), input.orderId, input);
+    },
+    async recordOrderShipment(input: OrderRef & OrderShipmentInput): Promise<TransitionResult> {
+      return recordOrderShipment(scopedEm(orm, scopeOf(input)), scopeOf(input), input.orderId, input);
     },
     async markFulfillmentDelayed(ref: OrderRef): Promise<TransitionResult> {
       return markFulfillmentDelayed(scopedEm(orm, scopeOf(ref)), scopeOf(ref), ref.orderId);

@@ -1,9 +1,9 @@
 import { Context } from '@temporalio/activity';
 import { nativePool } from '../../db/pool.ts';
 import type { ActivityDeps } from '../../platform/area.ts';
-import { GatewayRejectedError, type GatewayName } from '../../domain/payments/gateways/types.ts';
+import { GatewayRejectedError, gatewayMerchant, type GatewayName } from '../../domain/payments/gateways/types.ts';
 import {
-  DuplicatePaymentError, completeCharge, completeRefund, failPayment, failRefund, finishSplit, getRefund, getTransfer, markTransferReversed,
+  DuplicatePaymentError, completeCharge, completeRefund, failPayment, failRefund, finishSplit, getPayment, getRefund, getTransfer, markTransferReversed,
   paymentForRefund, recordPayment, recordTransferResult, reserveRefund,
 } from '../../domain/payments/service.ts';
 import { scopedEm, type Scope } from '../../domain/scope.ts';
@@ -72,6 +72,7 @@ export function createPaymentActivities({ orm, paymentGateways: gateways }: Paym
     async chargePayment(input: PaymentRef & { gateway: GatewayName; amount: number; currency: string; cardToken: string; fingerprint: string; customerId: string | null; description: string | null; fraudProtection: boolean }): Promise<PaymentView> {
       const result = await withHeartbeat(() => gateway(input.gateway).charge({
         idempotencyKey: gatewayKeys.charge(input.paymentId),
+        merchant: gatewayMerchant(input),
         amount: input.amount,
         currency: input.currency,
         card: { token: input.cardToken, fingerprint: input.fingerprint },
@@ -81,6 +82,19 @@ export function createPaymentActivities({ orm, paymentGateways: gateways }: Paym
         paymentId: input.paymentId,
       })).catch(rethrow);
       return completeCharge(scopedEm(orm, scopeOf(input)), scopeOf(input), input.paymentId, result, input.requestId);
+    },
+
+    /**
+     * A split funded by the platform balance: refused up front (402 `balance_insufficient`, nothing
+     * transferred) when the gateway's available balance is less than what the transfers pay out. Each
+     * transfer is checked again by the gateway itself, atomically, so concurrent splits cannot overdraw.
+     */
+    async checkSplitBalance(input: PaymentRef & { gateway: GatewayName; currency: string; amount: number }): Promise<PaymentView> {
+      const { available } = await withHeartbeat(() => gateway(input.gateway).balance({ merchant: gatewayMerchant(input), currency: input.currency })).catch(rethrow);
+      const em = scopedEm(orm, scopeOf(input));
+      if (available >= input.amount) return getPayment(em, input.paymentId);
+      return failPayment(em, scopeOf(input), input.paymentId, 'balance_insufficient',
+        `The platform balance has ${available} ${input.currency} minor units available; the split pays out ${input.amount}.`, input.requestId, available);
     },
 
     async failPayment(input: PaymentRef & { code: string; message: string }): Promise<PaymentView> {
@@ -93,8 +107,8 @@ export function createPaymentActivities({ orm, paymentGateways: gateways }: Paym
       const payment = await paymentForRefund(em, input.paymentId);
       if (t.status !== 'pending') return recordTransferResult(em, t.id, { outcome: 'paid', reference: t.gatewayReference ?? '' });
       const result = await withHeartbeat(() => gateway(input.gateway).transfer({
-        idempotencyKey: gatewayKeys.transfer(t.id), destination: t.destination, amount: t.amount, currency: t.currency,
-        chargeReference: payment.gatewayReference ?? '', group: input.paymentId,
+        idempotencyKey: gatewayKeys.transfer(t.id), merchant: gatewayMerchant(input), destination: t.destination, amount: t.amount, currency: t.currency,
+        chargeReference: payment.funding === 'platform_balance' ? null : payment.gatewayChargeReference ?? payment.gatewayReference ?? '', group: input.paymentId,
       })).catch(rethrow);
       return recordTransferResult(em, t.id, result);
     },
@@ -110,7 +124,7 @@ export function createPaymentActivities({ orm, paymentGateways: gateways }: Paym
     },
 
     async finishSplit(input: PaymentRef & { status: 'completed' | 'reversed' }): Promise<PaymentView> {
-      return finishSplit(scopedEm(orm, scopeOf(input)), input.paymentId, input.status);
+      return finishSplit(scopedEm(orm, scopeOf(input)), input.paymentId, input.status, scopeOf(input), input.requestId);
     },
 
     async reserveRefund(input: RefundWorkflowInput): Promise<RefundOutcome> {

@@ -6,6 +6,13 @@ import { allows, type Permission } from '../../domain/permissions.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { AppDeps } from './deps.ts';
 import { state, type AuthContext } from './context.ts';
+import { admissions } from '../../platform/metrics.ts';
+
+/** The metric's outcome for each admission result (`bp_admission_decisions_total`). */
+const ADMISSION_OUTCOME: Record<string, string> = {
+  admitted: 'admitted', minute_limited: 'rate_limited', day_limited: 'rate_limited', concurrency_limited: 'concurrency_limited',
+  unknown: 'unauthenticated', revoked: 'unauthenticated', expired: 'unauthenticated',
+};
 
 /** An instance's in-flight count stops counting this long after its last heartbeat (a crash). */
 const STALE_SECONDS = 30;
@@ -60,6 +67,7 @@ export async function admit(deps: AppDeps, req: Request, res: Response): Promise
   }
   const limits = deps.config;
   const row = await deps.concurrency.admit(hashKey(match[1]!), limits);
+  admissions.inc({ outcome: ADMISSION_OUTCOME[row.outcome] });
   switch (row.outcome) {
     case 'unknown':
       throw unauthorized('api_key_invalid', 'This API key does not exist.', 'Check for a typo, or create a new key in the dashboard.');

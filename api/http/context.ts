@@ -15,6 +15,8 @@ export interface RequestState {
   requestId: string;
   startedAt: bigint;
   format: Format;
+  /** The matched route's template (`/v3/payments/{payment_id}/status`), for metrics and the trace. */
+  route?: string;
   auth?: AuthContext;
   /** Set by the idempotency step when it claimed the request's Idempotency-Key. */
   idempotencyKey?: string;

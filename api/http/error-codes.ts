@@ -58,12 +58,33 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
 
   // Payments
   card_declined: doc(402, 'Payment Required', 'The card was declined; `decline_code` says why (Stripe\'s decline codes).', 'Follow the `suggestion`; usually ask the customer for another card.'),
+  balance_insufficient: doc(402, 'Payment Required', 'A marketplace split without a card is paid out of the platform\'s gateway balance, which has less available in the currency than the split pays out; `available` gives the balance in minor units. Nothing was transferred (or what was, was reversed).', 'Fund the split with a card (payment_method, or a customer_id with a saved card), or wait until the balance covers it and retry with a new Idempotency-Key.'),
   card_invalid: doc(422, 'Card Invalid', 'The card details are invalid (number, expiry or CVC).', 'Check the card details and send them again.'),
   gateway_not_configured: doc(503, 'Service Unavailable', 'The payment gateway chosen is not configured on this server.', 'Use a configured gateway, or configure this one (see docs/payments.md).'),
   payment_not_refundable: doc(409, 'Conflict', 'Only a succeeded payment can be refunded.', 'Refund the payment once it has succeeded.'),
   refund_exceeds_remaining: doc(422, 'Refund Exceeds Remaining Amount', 'The refund is larger than what is left to refund on the payment.', 'Refund at most the `remaining` amount.'),
   refund_failed: doc(422, 'Refund Failed', 'The gateway refused the refund.', 'Read `detail`; retry later or refund by another means.'),
   transfer_failed: doc(422, 'Transfer Failed', 'The gateway refused a marketplace transfer.', 'Check the connected account ids and amounts, then retry.'),
+
+  // Shipping
+  address_rejected: doc(422, 'Address Rejected', 'The carrier cannot deliver to (or collect from) the address; `errors` names it.', 'Check the street, city and postal code named in `errors`.'),
+  service_not_offered: doc(422, 'Service Not Offered', 'The carrier does not offer the service level for this route.', 'Choose another service_level or carrier (GET /v3/shipping/rates).'),
+  package_exceeds_limits: doc(422, 'Package Exceeds Carrier Limits', 'A package is heavier, larger or more numerous than the carrier takes.', 'Split the package, or choose a carrier with higher limits.'),
+  carrier_rejected: doc(422, 'Carrier Rejected the Request', 'The carrier refused the request for another reason (`detail`).', 'Check the request against the carrier\'s rules, or choose another carrier.'),
+  carrier_unavailable: doc(503, 'Service Unavailable', 'The carrier is down or did not answer; nothing was bought.', 'Retry later with the same Idempotency-Key, or choose another carrier.'),
+  carrier_timeout: doc(503, 'Service Unavailable', 'The carrier did not answer in time; nothing was bought.', 'Retry later with the same Idempotency-Key, or choose another carrier.'),
+  carrier_not_configured: doc(503, 'Service Unavailable', 'No carrier is configured for this account and mode on this server.', 'Configure a carrier (EASYPOST_API_KEY, or the account\'s carriers through the admin API).'),
+  carrier_signature_invalid: doc(401, 'Unauthorized', 'A carrier push did not carry a valid signature of its body.', 'Sign the exact JSON body with the carrier\'s push secret (docs/shipping.md).'),
+  pickup_already_scheduled: doc(409, 'Conflict', 'A shipment is already in a scheduled pickup (`pickup_id`).', 'Cancel that pickup first, or leave the shipment out.'),
+  // ERP
+  ledger_account_exists: doc(409, 'Conflict', 'The chart of accounts already has an account with this code.', 'Choose another code, or use the existing account.'),
+  base_currency_locked: doc(409, 'Conflict', 'The ledger already holds transactions, so its base currency can no longer change.', 'Keep the base currency (set exchange rates for other currencies instead).'),
+  self_approval_forbidden: doc(403, 'Forbidden', 'The API key that created a purchase order cannot approve or reject it.', 'Ask an approver with another key.'),
+  already_approved: doc(409, 'Conflict', 'This key already approved the purchase order at an earlier level; each level needs a different approver.', 'Ask a different approver for the next level.'),
+  approver_not_assigned: doc(403, 'Forbidden', 'An operator assigned the pending approval level to another key.', 'Ask the assigned approver, or have the step reassigned.'),
+  three_way_match_failed: doc(422, 'Unprocessable Content', 'The vendor bill differs from the received value of the order by more than the match tolerance.', 'Check the bill against the receipts; get a corrected bill or record the missing receipt.'),
+  no_test_clock: doc(409, 'Conflict', 'The purchase order runs on real time; it has no test clock to advance.', 'Create the order in test mode with test_clock_time.'),
+  vendor_rejected: doc(422, 'Vendor Rejected', 'The vendor refused the purchase order.', 'Choose another vendor, or contact this one.'),
 
   // Analytics
   exchange_rate_missing: doc(422, 'Exchange Rate Missing', 'Amounts in some currency cannot be converted into the reporting currency: no exchange rate between them is stored (`missing_rates`).', 'Store the rates with PUT /v3/catalog/exchange-rates, or ask for another currency.'),
@@ -79,6 +100,17 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
 
   // The server
   service_unavailable: doc(503, 'Service Unavailable', 'PostgreSQL or Temporal is unreachable; nothing was changed.', 'Retry after the seconds in `Retry-After` with the same Idempotency-Key.'),
+  // Communications
+  telephony_not_configured: doc(503, 'Service Unavailable', 'No live telephony carrier is configured on this server; nothing was bought, dialed or sent.', 'Use a test key (the sandbox carrier), or configure a live carrier.'),
+  no_numbers_available: doc(409, 'Conflict', 'The carrier has no number left for that area code, country or type; `suggestions` lists nearby area codes.', 'Provision in one of the suggested area codes, or search with GET /v3/communications/numbers/available.'),
+  regulatory_address_required: doc(422, 'Regulatory Address Required', 'International numbers need the account\'s address on file.', 'Put it with PUT /v3/communications/address, then provision again.'),
+  recording_not_found: doc(404, 'Not Found', 'The call was not recorded (record_call was false).', 'Set record_call to true when placing calls whose recording you need.'),
+  recording_not_ready: doc(404, 'Not Found', 'The call has not completed yet, or was never answered, so there is no recording.', 'Wait for call.recording.ready (or poll the call until recording.status is ready).'),
+  extension_unavailable: doc(409, 'Conflict', 'The PBX extension a call should connect is busy, dnd or offline (`current_state`).', 'Wait until it is available, or call another extension.'),
+  extension_taken: doc(409, 'Conflict', 'The PBX already has an extension with that number.', 'Choose another extension number, or update the existing one.'),
+  messaging_app_not_found: doc(404, 'Not Found', 'No messaging app by that name; `messaging_apps` lists them.', 'Use whatsapp, sms or messenger.'),
+  outside_service_window: doc(422, 'Outside Service Window', 'Free text on WhatsApp and Messenger is allowed only within 24 hours of the recipient\'s last message.', 'Send an approved template instead, or wait for the recipient to write.'),
+  signature_invalid: doc(401, 'Unauthorized', 'An inbound message was not signed with the receiving number\'s inbound_secret, or its timestamp is too old.', 'Sign `webhook-id.webhook-timestamp.body` with the number\'s inbound_secret (Standard Webhooks).'),
   internal_error: doc(500, 'Internal Server Error', 'Something went wrong on our side; the request was not completed.', 'Retry with the same Idempotency-Key; if it keeps failing, contact support with the request_id.'),
 };
 

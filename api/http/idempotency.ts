@@ -4,6 +4,9 @@ import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { state, type AuthContext } from './context.ts';
 import { writeRaw } from './send.ts';
+import { idempotencyOutcomes } from '../../platform/metrics.ts';
+
+const CLAIM_OUTCOME = { claimed: 'claimed', replay: 'replayed', in_progress: 'in_use', mismatch: 'reused' } as const;
 
 const MAX_KEY_LENGTH = 255;
 /** Response headers worth replaying besides the body's content type. */
@@ -33,6 +36,7 @@ export async function applyIdempotency(
   }
   const fingerprint = createHash('sha256').update(`${req.method} ${req.originalUrl}\n`).update(rawBody).digest('hex');
   const claim = await store.claim(auth, key, fingerprint);
+  idempotencyOutcomes.inc({ outcome: CLAIM_OUTCOME[claim.kind] });
   switch (claim.kind) {
     case 'mismatch':
       throw new ApiError({

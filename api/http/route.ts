@@ -28,6 +28,8 @@ export interface HandlerContext<B, Q, P> {
   query: Q;
   params: P;
   requestId: string;
+  /** The body's bytes as received (to check a signature made over them). */
+  rawBody: Buffer;
   /** The request's Idempotency-Key (scoped to the key's account and mode), if it has one. */
   idempotencyKey: string | null;
   /**
@@ -69,11 +71,8 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
    */
   responses?: Record<number, { description: string; schema?: z.ZodType }>;
   bodyLimit?: number;
-  /**
-   * The success answer is a file, not a JSON document: its media types (the handler streams it
-   * itself). The OpenAPI document lists these instead of JSON/XML.
-   */
-  produces?: readonly string[];
+  /** The success body is not a JSON document but bytes of this media type (the handler writes them). */
+  binary?: { mediaType: string | readonly string[]; description: string };
   /**
    * The endpoint starts or talks to workflows: answer 503 at once while Temporal is down, and give
    * its Temporal calls a deadline (`TEMPORAL_CALL_TIMEOUT_MS`, plus `temporalWaitMs`) after which
@@ -147,6 +146,7 @@ export function routeDispatcher(routes: RouteSpec<any, any, any>[], deps: AppDep
     const run = () => spec.handler({
       deps, req, res, auth, body, query, params,
       requestId: state(res).requestId,
+      rawBody: raw,
       idempotencyKey,
       resourceId: (kind) => (idempotencyKey === null ? Promise.resolve(newId(kind)) : idempotency.resourceId(auth, idempotencyKey, newId(kind))),
       em: () => (em ??= scopedEm(deps.orm, auth)),
@@ -165,6 +165,7 @@ export function routeDispatcher(routes: RouteSpec<any, any, any>[], deps: AppDep
     }
     if (!found) return next();
     req.params = found.params;
+    state(res).route = found.route.path;
     serve(found.route, req, res).catch(next);
   };
   /** What it serves, for introspection (the OpenAPI completeness test). */

@@ -5,6 +5,7 @@ import { Migration0005Billing } from '../../db/migrations/0005-billing.ts';
 import { defineArea } from '../../platform/area.ts';
 import { BillingPlan, Invoice, Subscription, TaxRate, TestClock, UsageRecord } from './entities.ts';
 import { billingEvents } from './events.ts';
+import { subscriptionSavedCards } from './saved-cards.ts';
 
 /** Billing: plans, subscriptions (one workflow each for their whole life), invoices, usage, test clocks. */
 export const billingArea = defineArea({
@@ -16,5 +17,7 @@ export const billingArea = defineArea({
   entities: [BillingPlan, TaxRate, TestClock, Subscription, Invoice, UsageRecord],
   migrations: [{ name: '0005-billing', class: Migration0005Billing }],
   events: billingEvents,
+  /** Payments charges a customer's default saved card (a subscription's card on file) for a split without a card. */
+  services: () => ({ savedCards: subscriptionSavedCards }),
   admin: { billing: billingAdminRouter },
 });

@@ -7,7 +7,7 @@ import type { TemporalHandle } from '../../platform/temporal.ts';
 import {
   advanceClockSignal, awaitSubscriptionRecordedUpdate, cancelSubscriptionUpdate, changePlanUpdate,
   pauseSubscriptionUpdate, resumeSubscriptionUpdate, retryCollectionUpdate, updatePaymentMethodUpdate, subscriptionProgressQuery, subscriptionWorkflowId,
-  type BillingCycle, type SubscriptionProgress, type SubscriptionView, type SubscriptionWorkflowInput,
+  type AppliedChange, type BillingCycle, type SubscriptionProgress, type SubscriptionView, type SubscriptionWorkflowInput,
 } from '../../workflows/billing/shared.ts';
 import type { subscriptionWorkflow } from '../../workflows/billing/subscription.ts';
 import { checkCustomers } from '../customers/public.ts';
@@ -109,10 +109,29 @@ function invalidTransition(status: string, detail: string): ApiError {
   return conflict('invalid_state_transition', detail, SUGGESTION, { current_state: status });
 }
 
-/** Sends an update to the subscription's workflow; a refusal by its validator becomes its problem (409 for a transition). */
-async function update<T>(ctx: WorkflowContext, id: string, send: (h: WorkflowHandle<typeof subscriptionWorkflow>) => Promise<T>): Promise<T> {
+/**
+ * Sends an update to the subscription's workflow; a refusal by its validator becomes its problem (409
+ * for a transition). `retryOf`: the change and the request's Idempotency-Key, so that a retry of a
+ * change the request applied before the subscription was canceled (its workflow has finished and
+ * takes no update) still answers the subscription, like the workflow itself does while it runs.
+ */
+async function update<T>(ctx: WorkflowContext, id: string, send: (h: WorkflowHandle<typeof subscriptionWorkflow>) => Promise<T>): Promise<T>;
+async function update(
+  ctx: WorkflowContext, id: string, send: (h: WorkflowHandle<typeof subscriptionWorkflow>) => Promise<SubscriptionView>,
+  retryOf: { change: AppliedChange; key: string | null },
+): Promise<SubscriptionView>;
+async function update<T>(
+  ctx: WorkflowContext, id: string, send: (h: WorkflowHandle<typeof subscriptionWorkflow>) => Promise<T>,
+  retryOf?: { change: AppliedChange; key: string | null },
+): Promise<T | SubscriptionView> {
   const sub = await findSubscription(ctx.em, id);
-  if (sub.status === 'canceled') throw invalidTransition('canceled', `Subscription ${id} is canceled; it cannot change any more.`);
+  if (sub.status === 'canceled') {
+    if (retryOf?.key) {
+      const progress = await ctx.temporal.client.workflow.getHandle(sub.workflowId).query(subscriptionProgressQuery);
+      if ((progress.state.appliedBy ?? []).some((a) => a.change === retryOf.change && a.key === retryOf.key)) return subscriptionView(sub);
+    }
+    throw invalidTransition('canceled', `Subscription ${id} is canceled; it cannot change any more.`);
+  }
   const handle = ctx.temporal.client.workflow.getHandle<typeof subscriptionWorkflow>(sub.workflowId);
   return sendUpdate(() => send(handle), {
     resource: `Subscription ${id}`,
@@ -121,11 +140,21 @@ async function update<T>(ctx: WorkflowContext, id: string, send: (h: WorkflowHan
   });
 }
 
-export function pauseSubscription(ctx: BillingContext, id: string, resumesAt: Date | null, requestId: string | null): Promise<SubscriptionView> {
-  return update(ctx, id, (h) => h.executeUpdate(pauseSubscriptionUpdate, { args: [{ resumesAt: resumesAt?.getTime() ?? null, requestId }] }));
+/**
+ * Pause, resume and plan change: a retry with the Idempotency-Key of the request that applied the
+ * change (its answer was lost, e.g. the API died before storing it) answers the subscription with
+ * 200, not 409, and applies nothing twice: the workflow remembers the keys of the requests that
+ * applied its latest changes (`appliedBy`). Another request in a state that does not allow the
+ * change still gets 409.
+ */
+export function pauseSubscription(
+  ctx: BillingContext, id: string, resumesAt: Date | null, requestId: string | null, idempotencyKey: string | null = null,
+): Promise<SubscriptionView> {
+  return update(ctx, id, (h) => h.executeUpdate(pauseSubscriptionUpdate, { args: [{ resumesAt: resumesAt?.getTime() ?? null, requestId, idempotencyKey }] }),
+    { change: 'pause', key: idempotencyKey });
 }
-export function resumeSubscription(ctx: BillingContext, id: string, requestId: string | null): Promise<SubscriptionView> {
-  return update(ctx, id, (h) => h.executeUpdate(resumeSubscriptionUpdate, { args: [{ requestId }] }));
+export function resumeSubscription(ctx: BillingContext, id: string, requestId: string | null, idempotencyKey: string | null = null): Promise<SubscriptionView> {
+  return update(ctx, id, (h) => h.executeUpdate(resumeSubscriptionUpdate, { args: [{ requestId, idempotencyKey }] }), { change: 'resume', key: idempotencyKey });
 }
 /**
  * Cancels now or at the period end. A retry with the Idempotency-Key of the request that canceled
@@ -144,7 +173,9 @@ export async function cancelSubscription(
   }
   return update(ctx, id, (h) => h.executeUpdate(cancelSubscriptionUpdate, { args: [{ atPeriodEnd, requestId, idempotencyKey }] }));
 }
-export async function changeSubscriptionPlan(ctx: BillingContext, id: string, planId: string, prorate: boolean, requestId: string | null): Promise<SubscriptionView> {
+export async function changeSubscriptionPlan(
+  ctx: BillingContext, id: string, planId: string, prorate: boolean, requestId: string | null, idempotencyKey: string | null = null,
+): Promise<SubscriptionView> {
   const sub = await findSubscription(ctx.em, id);
   const plan = await ctx.em.findOne(BillingPlan, { id: planId });
   if (!plan) throw validationFailed([{ path: 'plan_id', message: `no plan with id '${planId}' exists in this account and mode` }]);
@@ -154,7 +185,8 @@ export async function changeSubscriptionPlan(ctx: BillingContext, id: string, pl
   if (sub.billingCycle !== 'usage_based' && plan.interval !== sub.billingCycle) errors.push({ path: 'plan_id', message: `plan ${plan.id} is priced ${plan.interval}; the subscription bills ${sub.billingCycle}` });
   if (sub.billingCycle === 'usage_based' && !plan.usage) errors.push({ path: 'plan_id', message: `plan ${plan.id} has no usage pricing` });
   if (errors.length) throw validationFailed(errors);
-  return update(ctx, id, (h) => h.executeUpdate(changePlanUpdate, { args: [{ plan: planSnapshot(plan), prorate, requestId }] }));
+  return update(ctx, id, (h) => h.executeUpdate(changePlanUpdate, { args: [{ plan: planSnapshot(plan), prorate, requestId, idempotencyKey }] }),
+    { change: 'changePlan', key: idempotencyKey });
 }
 /** Replaces the card collections charge: tokenized here, only the token reaches the workflow. */
 export async function updatePaymentMethod(ctx: BillingContext, scope: Scope, id: string, card: CardInput, requestId: string | null): Promise<SubscriptionView> {

@@ -287,6 +287,30 @@ export async function cancelOrder(
   });
 }
 
+/**
+ * A shipment of the order got its label (the shipping area, through the order workflow): the order
+ * shows the shipment's tracking number and carrier (`order.updated`). Only a processing order changes.
+ */
+export async function recordOrderShipment(
+  em: EntityManager, scope: Scope, id: string, args: { trackingNumber: string; carrier: string; requestId: string | null },
+): Promise<TransitionResult> {
+  return em.transactional(async (tx) => {
+    const order = await tx.findOne(Order, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!order) throw notFound('order', id);
+    if (order.status !== 'processing' || (order.trackingNumber === args.trackingNumber && order.carrier === args.carrier)) {
+      return { status: order.status, fulfillment: order.fulfillmentStatus };
+    }
+    const before = orderView(order);
+    Object.assign(order, { trackingNumber: args.trackingNumber, carrier: args.carrier, updatedAt: new Date() });
+    recordEvent(tx, scope, {
+      type: 'order.updated', object: orderView(order), previousAttributes: { fulfillment: before.fulfillment },
+      customerId: order.customerId, requestId: args.requestId,
+    });
+    await tx.flush();
+    return { status: order.status, fulfillment: order.fulfillmentStatus };
+  });
+}
+
 /** The fulfilment deadline passed: mark the order delayed and record `order.fulfillment.delayed` once. */
 export async function markFulfillmentDelayed(em: EntityManager, scope: Scope, id: string): Promise<TransitionResult> {
   return em.transactional(async (tx) => {

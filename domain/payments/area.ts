@@ -3,15 +3,19 @@ import { paymentsAdminRouter } from '../../api/admin/payments/router.ts';
 import { paymentRoutes } from '../../api/v3/payments/routes.ts';
 import { nativePool } from '../../db/pool.ts';
 import { Migration0004Payments } from '../../db/migrations/0004-payments.ts';
+import { Migration0012PaymentsSplitFunding } from '../../db/migrations/0012-payments-split-funding.ts';
 import { defineArea } from '../../platform/area.ts';
 import { Payment, PaymentGatewaySetting, PaymentRefund, PaymentTransfer } from './entities.ts';
 import { paymentEvents } from './events.ts';
+import type { SavedCards } from './process.ts';
 import { createPaymentGateways, type PaymentGateways } from './gateways/index.ts';
 
 declare module '../../platform/services.ts' {
   interface AreaServices {
     /** The payment gateways (sandbox, Stripe), built once per process. */
     paymentGateways: PaymentGateways;
+    /** Customers' default saved cards, for marketplace splits without a payment_method (billing provides it). */
+    savedCards?: SavedCards;
   }
 }
 
@@ -23,7 +27,10 @@ export const paymentsArea = defineArea({
   workflows: new URL('../../workflows/payments/index.ts', import.meta.url),
   activities: createPaymentActivities,
   entities: [Payment, PaymentRefund, PaymentTransfer, PaymentGatewaySetting],
-  migrations: [{ name: '0004-payments', class: Migration0004Payments }],
+  migrations: [
+    { name: '0004-payments', class: Migration0004Payments },
+    { name: '0012-payments-split-funding', class: Migration0012PaymentsSplitFunding },
+  ],
   events: paymentEvents,
   services: ({ config, orm, logger }) => {
     if (config.PAYMENTS_LIVE_SANDBOX) {

@@ -5,6 +5,8 @@ export const PAYMENT_STATUSES = ['processing', 'succeeded', 'failed', 'partially
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 export const SPLIT_STATUSES = ['pending', 'completed', 'reversed', 'canceled'] as const;
 export type SplitStatus = (typeof SPLIT_STATUSES)[number];
+export const PAYMENT_FUNDINGS = ['card', 'platform_balance'] as const;
+export type PaymentFunding = (typeof PAYMENT_FUNDINGS)[number];
 
 /** A charge of a card through a gateway. Only brand, last4, expiry and the gateway token are kept. */
 export const Payment = defineEntity({
@@ -23,11 +25,18 @@ export const Payment = defineEntity({
     fraudProtection: p.boolean(),
     gateway: p.string(),
     gatewayReference: p.string().nullable(),
-    cardBrand: p.string(),
-    cardLast4: p.string(),
-    cardExpMonth: p.smallint(),
-    cardExpYear: p.smallint(),
-    cardToken: p.string(),
+    /** The gateway's charge behind it when that is not gatewayReference (Stripe: the PaymentIntent's `ch_…`). */
+    gatewayChargeReference: p.string().nullable(),
+    /** What paid for it: a card charge, or (marketplace splits only) the platform's gateway balance. */
+    funding: p.enum(PAYMENT_FUNDINGS).default('card'),
+    /** Card columns: null for a payment funded by the platform balance. */
+    cardBrand: p.string().nullable(),
+    cardLast4: p.string().nullable(),
+    cardExpMonth: p.smallint().nullable(),
+    cardExpYear: p.smallint().nullable(),
+    cardToken: p.string().nullable(),
+    /** The balance the gateway reported when it refused a balance-funded split (minor units). */
+    balanceAvailable: p.bigint('number').nullable(),
     riskScore: p.integer().nullable(),
     fees: p.bigint('number').nullable(),
     settlementExpectedDate: p.string().columnType('date').nullable(),

@@ -31,6 +31,24 @@ export interface PaymentsContext {
   gateways: PaymentGateways;
   /** How long to wait for the outcome before answering with `processing`. */
   waitMs: number;
+  /** Customers' default saved cards (provided by billing, which keeps cards on file); none without it. */
+  savedCards?: SavedCards | undefined;
+}
+
+/**
+ * Where a customer's default saved card comes from. Payments keeps no cards; billing does (the card
+ * on file of a subscription) and provides this through its descriptor's services (`savedCards`).
+ */
+export interface SavedCards {
+  /** The customer's default card, in the em's account and mode; null when it has none. */
+  defaultCard(em: EntityManager, customerId: string): Promise<CardOnFile | null>;
+}
+
+/** The gateway a card token belongs to (a token can only be charged through its own gateway). */
+export function tokenGateway(token: string): GatewayName | null {
+  if (token.startsWith('tok_sandbox_')) return 'sandbox';
+  if (token.startsWith('pm_')) return 'stripe';
+  return null;
 }
 
 export type ChargeInput = Pick<
@@ -158,12 +176,15 @@ export interface SplitChargeInput extends Omit<ChargeInput, 'amount' | 'currency
 }
 
 /**
- * Charges a card once and pays it out to the split's destinations (the workflow makes the
- * transfers). The split is planned exactly first (422 naming every bad field, before anything is
- * charged); the same `requestIdempotencyKey` returns the first payment; customer destinations
- * must exist, and Stripe pays connected accounts (acct_…) only.
+ * A marketplace split: funded by a charge, then paid out to the split's destinations (the workflow
+ * makes the transfers). What pays, in order: the card given (`card`); else the default saved card
+ * of `customerId`, when it has one; else the platform's gateway balance (no charge: the transfers
+ * are paid out of it and the platform keeps the fee; 402 `balance_insufficient` when it is short).
+ * The split is planned exactly first (422 naming every bad field, before anything is charged); the
+ * same `requestIdempotencyKey` returns the first payment; customer destinations must exist, and
+ * Stripe pays connected accounts (acct_…) only.
  */
-export async function processSplitPayment(ctx: PaymentsContext, scope: Scope, card: CardInput, input: SplitChargeInput): Promise<PaymentView> {
+export async function processSplitPayment(ctx: PaymentsContext, scope: Scope, card: CardInput | null, input: SplitChargeInput): Promise<PaymentView> {
   const planned = planSplit(input.split);
   if ('errors' in planned) throw validationFailed(planned.errors);
   if (input.requestIdempotencyKey) {
@@ -185,20 +206,17 @@ export async function processSplitPayment(ctx: PaymentsContext, scope: Scope, ca
     ...planned.plan.transfers.map((t, i) => [`splits.${i}`, t.amount] as const),
   ]));
   if (errors.length) throw validationFailed(errors);
-  const onFile = await tokenize(ctx, gateway, card);
   const { split, ...charge } = input;
-  return chargeCardOnFile(ctx, scope, gateway, onFile, { ...charge, amount: planned.plan.total, currency: split.currency }, planned.plan);
+  const chargeInput = { ...charge, amount: planned.plan.total, currency: split.currency };
+  if (card) return chargeCardOnFile(ctx, scope, gateway, await tokenize(ctx, gateway, card), chargeInput, planned.plan);
+  const saved = input.customerId && ctx.savedCards ? await ctx.savedCards.defaultCard(ctx.em, input.customerId) : null;
+  if (saved && tokenGateway(saved.token) === gateway) return chargeCardOnFile(ctx, scope, gateway, saved, chargeInput, planned.plan);
+  return startPaymentWorkflow(ctx, scope, paymentInput(scope, gateway, null, chargeInput, planned.plan));
 }
 
-/** Charges a card that is already tokenized (billing's saved cards go through here). */
-export async function chargeCardOnFile(
-  ctx: PaymentsContext, scope: Scope, gateway: GatewayName, card: CardOnFile, input: ChargeInput, split?: SplitPlan,
-): Promise<PaymentView> {
-  const amountProblems = gatewayAmountProblems(gateway, input.currency, [['amount', input.amount]]);
-  if (amountProblems.length) throw validationFailed(amountProblems);
-  const paymentId = newId('payment');
-  return startPaymentWorkflow(ctx, scope, {
-    paymentId,
+function paymentInput(scope: Scope, gateway: GatewayName, card: CardOnFile | null, input: ChargeInput, split?: SplitPlan): PaymentWorkflowInput {
+  return {
+    paymentId: newId('payment'),
     accountId: scope.accountId,
     livemode: scope.livemode,
     kind: split ? 'marketplace_split' : 'charge',
@@ -206,6 +224,7 @@ export async function chargeCardOnFile(
     currency: input.currency,
     gateway,
     card,
+    funding: card ? 'card' : 'platform_balance',
     customerId: input.customerId,
     description: input.description,
     fraudProtection: input.fraudProtection,
@@ -221,7 +240,16 @@ export async function chargeCardOnFile(
         compensationRefundId: newId('refund'),
       },
     } : {}),
-  });
+  };
+}
+
+/** Charges a card that is already tokenized (billing's saved cards go through here). */
+export async function chargeCardOnFile(
+  ctx: PaymentsContext, scope: Scope, gateway: GatewayName, card: CardOnFile, input: ChargeInput, split?: SplitPlan,
+): Promise<PaymentView> {
+  const amountProblems = gatewayAmountProblems(gateway, input.currency, [['amount', input.amount]]);
+  if (amountProblems.length) throw validationFailed(amountProblems);
+  return startPaymentWorkflow(ctx, scope, paymentInput(scope, gateway, card, input, split));
 }
 
 export async function refundPayment(

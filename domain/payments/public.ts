@@ -5,5 +5,5 @@
 export { checkCard, type CardInput, type CardOnFile } from './cards.ts';
 export type { GatewayName } from './gateways/types.ts';
 export type { PaymentGateways } from './gateways/index.ts';
-export { chooseGateway, tokenize, type PaymentsContext } from './process.ts';
+export { chooseGateway, tokenize, type PaymentsContext, type SavedCards } from './process.ts';
 export { findSucceededPayment, type SucceededPayment } from './service.ts';

@@ -30,10 +30,14 @@ export const paymentSchema = z.object({
   payment_method: z.object({
     type: z.literal('card'),
     card: z.object({ brand: z.string(), last4: z.string(), exp_month: z.number().int(), exp_year: z.number().int() }),
-  }),
+  }).nullable().describe('The card charged; null when nothing was charged (a marketplace split funded by the platform balance).'),
+  funding: z.enum(['card', 'platform_balance']).describe('What paid for it: `card` (a charge of payment_method), or `platform_balance` (a marketplace split paid out of the platform\'s gateway balance: no charge).'),
   risk_score: z.number().int().nullable().describe('0-100 when fraud_protection is on (or the gateway scores it).'),
   settlement: z.object({ expected_date: z.string().nullable(), fees: z.number().int().nullable() }),
-  failure: z.object({ code: z.string(), decline_code: z.string().nullable(), message: z.string() }).nullable(),
+  failure: z.object({
+    code: z.string(), decline_code: z.string().nullable(), message: z.string(),
+    available: z.number().int().optional().describe('balance_insufficient only: the platform balance available in the currency (minor units) when the split was refused.'),
+  }).nullable(),
   workflow_id: z.string(),
   metadata: z.record(z.string(), z.string()),
   split: z.object({

@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
 import type { Pool } from 'pg';
 import { notFound } from '../../platform/errors.ts';
 import { recordEvent } from '../events/outbox.ts';
@@ -15,8 +15,6 @@ import type { PaymentGateways } from './gateways/index.ts';
  * can never disagree about whether a payment exists), read by the API. Every status change and its
  * event (`payment.succeeded`, `payment.failed`, `payment.refunded`) are one transaction.
  */
-const PESSIMISTIC_WRITE = 4;
-
 export function transferView(t: PaymentTransfer): TransferView {
   return {
     id: t.id, object: 'transfer', destination: t.destination, amount: t.amount, currency: t.currency, status: t.status,
@@ -40,10 +38,16 @@ export function paymentView(p: Payment, transfers: PaymentTransfer[] = []): Paym
     customer_id: p.customerId ?? null,
     description: p.description ?? null,
     fraud_protection: p.fraudProtection,
-    payment_method: { type: 'card', card: { brand: p.cardBrand, last4: p.cardLast4, exp_month: p.cardExpMonth, exp_year: p.cardExpYear } },
+    payment_method: p.cardBrand && p.cardLast4 && p.cardExpMonth !== null && p.cardExpMonth !== undefined && p.cardExpYear !== null && p.cardExpYear !== undefined
+      ? { type: 'card', card: { brand: p.cardBrand, last4: p.cardLast4, exp_month: p.cardExpMonth, exp_year: p.cardExpYear } }
+      : null,
+    funding: p.funding ?? 'card',
     risk_score: p.riskScore ?? null,
     settlement: { expected_date: p.settlementExpectedDate ?? null, fees: p.fees ?? null },
-    failure: p.failureCode ? { code: p.failureCode, decline_code: p.declineCode ?? null, message: p.failureMessage ?? '' } : null,
+    failure: p.failureCode ? {
+      code: p.failureCode, decline_code: p.declineCode ?? null, message: p.failureMessage ?? '',
+      ...(p.balanceAvailable !== null && p.balanceAvailable !== undefined ? { available: p.balanceAvailable } : {}),
+    } : null,
     workflow_id: p.workflowId,
     metadata: p.metadata,
   };
@@ -143,11 +147,14 @@ export async function recordPayment(em: EntityManager, input: PaymentWorkflowInp
       fraudProtection: input.fraudProtection,
       gateway: input.gateway,
       gatewayReference: null,
-      cardBrand: input.card.brand,
-      cardLast4: input.card.last4,
-      cardExpMonth: input.card.expMonth,
-      cardExpYear: input.card.expYear,
-      cardToken: input.card.token,
+      funding: input.funding ?? 'card',
+      cardBrand: input.card?.brand ?? null,
+      cardLast4: input.card?.last4 ?? null,
+      cardExpMonth: input.card?.expMonth ?? null,
+      cardExpYear: input.card?.expYear ?? null,
+      cardToken: input.card?.token ?? null,
+      balanceAvailable: null,
+      gatewayChargeReference: null,
       riskScore: null,
       fees: null,
       settlementExpectedDate: null,
@@ -187,10 +194,11 @@ export async function recordPayment(em: EntityManager, input: PaymentWorkflowInp
 /** Applies the gateway's answer once; a repeated call returns the payment as it is. */
 export async function completeCharge(em: EntityManager, scope: Scope, paymentId: string, result: ChargeResult, requestId: string | null): Promise<PaymentView> {
   return em.transactional(async (tx) => {
-    const payment = await tx.findOne(Payment, { id: paymentId }, { lockMode: PESSIMISTIC_WRITE });
+    const payment = await tx.findOne(Payment, { id: paymentId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!payment) throw notFound('payment', paymentId);
     if (payment.status !== 'processing') return loadView(tx, payment);
     payment.gatewayReference = result.reference;
+    if (result.outcome === 'succeeded') payment.gatewayChargeReference = result.chargeReference ?? null;
     payment.riskScore = result.riskScore;
     const transfers = payment.kind === 'marketplace_split' ? await tx.find(PaymentTransfer, { paymentId }) : [];
     if (result.outcome === 'succeeded') {
@@ -219,15 +227,18 @@ export async function completeCharge(em: EntityManager, scope: Scope, paymentId:
 }
 
 /** A payment the gateway could not charge at all (rejected request, or retries exhausted). */
-export async function failPayment(em: EntityManager, scope: Scope, paymentId: string, code: string, message: string, requestId: string | null): Promise<PaymentView> {
+export async function failPayment(
+  em: EntityManager, scope: Scope, paymentId: string, code: string, message: string, requestId: string | null, available: number | null = null,
+): Promise<PaymentView> {
   return em.transactional(async (tx) => {
-    const payment = await tx.findOne(Payment, { id: paymentId }, { lockMode: PESSIMISTIC_WRITE });
+    const payment = await tx.findOne(Payment, { id: paymentId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!payment) throw notFound('payment', paymentId);
     if (payment.status !== 'processing') return loadView(tx, payment);
     payment.status = 'failed';
     payment.failureCode = code;
     payment.declineCode = null;
     payment.failureMessage = message;
+    payment.balanceAvailable = available;
     const transfers = payment.kind === 'marketplace_split' ? await tx.find(PaymentTransfer, { paymentId }) : [];
     if (payment.kind === 'marketplace_split') {
       payment.splitStatus = 'canceled';
@@ -258,6 +269,9 @@ export async function recordTransferResult(em: EntityManager, transferId: string
       t.status = 'failed';
       t.failureCode = result.code;
       t.failureMessage = result.message;
+      if (result.available !== undefined) {
+        await em.nativeUpdate(Payment, { id: t.paymentId }, { balanceAvailable: result.available, updatedAt: new Date() });
+      }
     }
     await em.flush();
   }
@@ -268,16 +282,41 @@ export async function markTransferReversed(em: EntityManager, transferId: string
   await em.nativeUpdate(PaymentTransfer, { id: transferId, status: 'paid' }, { status: 'reversed', updatedAt: new Date() });
 }
 
-export async function finishSplit(em: EntityManager, paymentId: string, status: 'completed' | 'reversed'): Promise<PaymentView> {
-  const payment = await em.findOne(Payment, { id: paymentId });
-  if (!payment) throw notFound('payment', paymentId);
-  if (status === 'reversed') await em.nativeUpdate(PaymentTransfer, { paymentId, status: 'pending' }, { status: 'canceled', updatedAt: new Date() });
-  if (payment.splitStatus === 'pending') {
+/**
+ * Ends a split. A card-funded one already has its status (the charge's, then the refund's). One
+ * funded by the platform balance had no charge: it succeeds once every transfer is paid
+ * (`payment.succeeded`), and fails with the failed transfer's code when they were reversed
+ * (`payment.failed`), in the same transaction.
+ */
+export async function finishSplit(
+  em: EntityManager, paymentId: string, status: 'completed' | 'reversed', scope?: Scope, requestId: string | null = null,
+): Promise<PaymentView> {
+  return em.transactional(async (tx) => {
+    const payment = await tx.findOne(Payment, { id: paymentId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!payment) throw notFound('payment', paymentId);
+    if (status === 'reversed') await tx.nativeUpdate(PaymentTransfer, { paymentId, status: 'pending' }, { status: 'canceled', updatedAt: new Date() });
+    if (payment.splitStatus !== 'pending') return loadView(tx, payment);
     payment.splitStatus = status;
     payment.updatedAt = new Date();
-    await em.flush();
-  }
-  return loadView(em, payment);
+    const transfers = await tx.find(PaymentTransfer, { paymentId }, { refresh: true });
+    if (payment.funding === 'platform_balance' && payment.status === 'processing') {
+      if (status === 'completed') {
+        payment.status = 'succeeded';
+      } else {
+        const failed = transfers.find((t) => t.status === 'failed');
+        payment.status = 'failed';
+        payment.failureCode = failed?.failureCode === 'balance_insufficient' ? 'balance_insufficient' : 'transfer_failed';
+        payment.declineCode = null;
+        payment.failureMessage = failed?.failureMessage ?? 'A transfer of the split failed; the transfers made were reversed.';
+      }
+      const view = paymentView(payment, transfers);
+      if (scope) {
+        recordEvent(tx, scope, { type: status === 'completed' ? 'payment.succeeded' : 'payment.failed', object: view, customerId: payment.customerId ?? null, requestId });
+      }
+    }
+    await tx.flush();
+    return paymentView(payment, transfers);
+  });
 }
 
 /**
@@ -304,7 +343,7 @@ export async function reserveRefund(pool: Pool, input: RefundWorkflowInput, work
        update payments p set amount_refunded = p.amount_refunded + r.amt, updated_at = now()
          from (select coalesce($4::bigint, remaining) as amt from cur) r
         where p.id = $1 and p.account_id = $2 and p.livemode = $3
-          and p.status in ('succeeded', 'partially_refunded')
+          and p.status in ('succeeded', 'partially_refunded') and p.funding = 'card'
           and r.amt > 0 and r.amt <= p.amount - p.amount_refunded
        returning r.amt as amount, p.currency`,
       [input.paymentId, input.accountId, input.livemode, input.amount],
@@ -312,12 +351,15 @@ export async function reserveRefund(pool: Pool, input: RefundWorkflowInput, work
     const row = reserved.rows[0];
     if (!row) {
       await client.query('rollback');
-      const found = await client.query<{ status: PaymentStatus; amount: string; amount_refunded: string; currency: string }>(
-        'select status, amount, amount_refunded, currency from payments where id = $1 and account_id = $2 and livemode = $3',
+      const found = await client.query<{ status: PaymentStatus; amount: string; amount_refunded: string; currency: string; funding: string }>(
+        'select status, amount, amount_refunded, currency, funding from payments where id = $1 and account_id = $2 and livemode = $3',
         [input.paymentId, input.accountId, input.livemode]);
       const p = found.rows[0];
       if (!p) return { accepted: false, code: 'payment_not_found', message: `No payment with id '${input.paymentId}'.`, remaining: null };
       const remaining = Number(p.amount) - Number(p.amount_refunded);
+      if (p.funding !== 'card') {
+        return { accepted: false, code: 'payment_not_refundable', message: 'The payment was funded by the platform balance: no card was charged, so there is nothing to refund.', remaining: 0 };
+      }
       if (p.status !== 'succeeded' && p.status !== 'partially_refunded') {
         return { accepted: false, code: 'payment_not_refundable', message: `The payment is ${p.status}; only a succeeded payment can be refunded.`, remaining };
       }
@@ -359,10 +401,10 @@ function refundRowView(r: RefundRow): RefundView {
 /** The gateway refunded: the refund succeeds and the payment shows it, with `payment.refunded`. */
 export async function completeRefund(em: EntityManager, scope: Scope, refundId: string, gatewayReference: string, requestId: string | null): Promise<RefundView> {
   return em.transactional(async (tx) => {
-    const refund = await tx.findOne(PaymentRefund, { id: refundId }, { lockMode: PESSIMISTIC_WRITE });
+    const refund = await tx.findOne(PaymentRefund, { id: refundId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!refund) throw notFound('refund', refundId);
     if (refund.status !== 'pending') return refundView(refund);
-    const payment = await tx.findOne(Payment, { id: refund.paymentId }, { lockMode: PESSIMISTIC_WRITE });
+    const payment = await tx.findOne(Payment, { id: refund.paymentId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!payment) throw notFound('payment', refund.paymentId);
     refund.status = 'succeeded';
     refund.gatewayReference = gatewayReference;
@@ -386,7 +428,7 @@ export async function completeRefund(em: EntityManager, scope: Scope, refundId: 
 /** The gateway refused the refund: release the reservation (atomic decrement) and fail the refund. */
 export async function failRefund(em: EntityManager, refundId: string, message: string): Promise<RefundView> {
   return em.transactional(async (tx) => {
-    const refund = await tx.findOne(PaymentRefund, { id: refundId }, { lockMode: PESSIMISTIC_WRITE });
+    const refund = await tx.findOne(PaymentRefund, { id: refundId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!refund) throw notFound('refund', refundId);
     if (refund.status !== 'pending') return refundView(refund);
     refund.status = 'failed';

@@ -13,6 +13,7 @@ import { nextRetryAt, type RetryPolicy } from './retry-schedule.ts';
 import { sendWebhook, type SendResult } from './sender.ts';
 import { endpointView } from './service.ts';
 import { signatureHeaders } from './signing.ts';
+import { webhookAttempts, webhookLag } from '../../platform/metrics.ts';
 
 export interface AttemptDeps {
   orm: MikroORM;
@@ -170,7 +171,11 @@ export async function runDeliveryAttempt(deps: AttemptDeps, input: AttemptInput)
     });
   }
 
-  if (delivered) return { deliveryId: delivery.id, outcome: 'delivered', delayMs: null };
+  webhookAttempts.inc({ outcome: delivered ? 'delivered' : 'failed' });
+  if (delivered) {
+    if (input.kind === 'event') webhookLag.observe((finished.getTime() - new Date(target.event_created_at).getTime()) / 1000);
+    return { deliveryId: delivery.id, outcome: 'delivered', delayMs: null };
+  }
   if (retryAt) return { deliveryId: delivery.id, outcome: 'retry', delayMs: Math.max(0, retryAt.getTime() - Date.now()) };
   return { deliveryId: delivery.id, outcome: 'failed', delayMs: null };
 }

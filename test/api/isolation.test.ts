@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { v3Routes } from '../../domain/registry.ts';
 import { advance, card, newClock, newPlan } from '../billing/support.ts';
 import { create, openShop, orderBody, stockedProduct, type Shop } from '../commerce/support.ts';
+import { communicationsFactories } from '../communications/support.ts';
 import { cardBody } from '../payments/support.ts';
 import { client } from '../support/http.ts';
 import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
@@ -23,6 +24,8 @@ let receiver: Receiver;
 /** Path parameters that name no record of the caller's (nothing to hide), with the reason. */
 const NOT_RESOURCE_IDS: Record<string, string> = {
   marketplace: 'a fixed marketplace name (amazon, ebay, …), the same for every account',
+  messaging_app: 'a fixed messaging app name (whatsapp, sms, messenger), the same for every account',
+  carrier: 'a fixed carrier name (parcelpoint, swiftex, …), the same for every account',
 };
 
 /** How each id parameter's resource is made with the owner's key; run once, in this order. */
@@ -65,12 +68,29 @@ const FACTORIES: Record<string, Factory> = {
     for (let i = 0; i < 150 && (await http(`/v3/analytics/reports/${res.body.id}`, { key: owner })).body.status !== 'succeeded'; i++) await new Promise((r) => setTimeout(r, 200));
     return res.body.id;
   },
+  shipping_clock_id: async () => (await create(http, owner, '/v3/shipping/test_clocks', { frozen_time: '2025-01-01T08:00:00Z' })).id,
+  shipment_id: async (ids) => (await create(http, owner, '/v3/shipping/create', {
+    order_id: ids.order_id, carrier: 'parcelpoint', service_level: 'ground', test_clock: ids.shipping_clock_id,
+    origin: { address: '1 Dock Rd', city: 'Newark', country: 'US', postal_code: '07102' },
+    destination: { address: '12 Elm St', city: 'Springfield', country: 'US', postal_code: '62701' },
+    packages: [{ weight: 1, dimensions: { length: 20, width: 15, height: 10 } }],
+  })).id,
+  pickup_id: async (ids) => (await create(http, owner, '/v3/shipping/pickup/schedule', {
+    shipment_ids: [ids.shipment_id], pickup_date: '2025-01-02', time_window: { start: '10:00', end: '12:00' }, contact: { name: 'Dock', phone: '+14155550123' },
+  })).id,
+  transaction_id: async () => (await create(http, owner, '/v3/financial/transactions', { type: 'revenue', amount: 10, currency: 'USD' })).id,
+  project_id: async () => (await create(http, owner, '/v3/projects', { name: 'Iso', budget: 100, start_date: '2025-01-01', end_date: '2025-12-31' })).id,
+  vendor_id: async () => (await create(http, owner, '/v3/vendors', { name: 'Iso vendor', email: 'iso@vendor.test' })).id,
+  procurement_order_id: async (ids) => (await create(http, owner, '/v3/procurement/orders', {
+    vendor_id: ids.vendor_id, approval_required: true, items: [{ description: 'Iso', quantity: 1, unit_price: 5, currency: 'USD' }],
+  })).id,
   event_id: async (ids) => {
     const res = await http(`/v3/events?limit=100`, { key: owner });
     const event = res.body.data.find((e: { data: { object: { id: string } } }) => e.data.object.id === ids.payment_id);
     expect(event, res.text).toBeDefined();
     return event.id;
   },
+  ...communicationsFactories(() => http, () => owner),
 };
 
 /** A body each write route accepts from its owner, so that only the lookup can refuse it. */
@@ -88,6 +108,14 @@ const BODIES: Record<string, unknown> = {
   'patch /v3/crm/tasks/automation/{rule_id}': { enabled: false },
   'patch /v3/webhooks/{webhook_id}': { enabled: false },
   'post /v3/webhooks/{webhook_id}/test': { event_type: 'customer.updated' },
+  'post /v3/communications/pbx/{pbx_id}/extensions': { extension: '202' },
+  'patch /v3/communications/pbx/{pbx_id}/extensions/{extension_id}': { status: 'dnd' },
+  'post /v3/communications/calls/{call_id}/hangup': {},
+  'post /v3/shipping/test_clocks/{shipping_clock_id}/advance': { frozen_time: '2025-01-05T00:00:00Z' },
+  'patch /v3/projects/{project_id}': { name: 'Hijacked' },
+  'patch /v3/procurement/orders/{procurement_order_id}': { items: [{ description: 'Hijack', quantity: 1, unit_price: 1, currency: 'USD' }] },
+  'post /v3/procurement/orders/{procurement_order_id}/bill': { invoice_number: 'HIJACK', amount: 1 },
+  'post /v3/procurement/orders/{procurement_order_id}/test_clock/advance': { frozen_time: '2030-01-01T00:00:00Z' },
 };
 
 /**
@@ -96,6 +124,7 @@ const BODIES: Record<string, unknown> = {
  */
 const EXPECTED: Record<string, string> = {
   'post /v3/test_clocks/{clock_id}/advance (other mode)': '403 test_mode_only',
+  'post /v3/procurement/orders/{procurement_order_id}/test_clock/advance (other mode)': '403 test_mode_only',
   'put /v3/inventory/{sku}/stock (other account)': '422 validation_failed',
   'put /v3/inventory/{sku}/stock (other mode)': '422 validation_failed',
 };

@@ -112,3 +112,76 @@ describe('a monthly subscription on a test clock', () => {
     expect((await http(`/v3/subscriptions?customer_id=${customer}&status=active`, { key })).body.data).toEqual([]);
   });
 });
+
+describe('a pause, resume or plan change whose answer was lost', () => {
+  it('answers a retry with the same Idempotency-Key with 200 and the subscription, applies nothing twice, and still refuses other requests with 409', async () => {
+    const customer = await newCustomer(http, key);
+    const basic = await newPlan(http, key, { name: 'Basic', amount: 1000 });
+    const pro = await newPlan(http, key, { name: 'Pro', amount: 3000 });
+    const clock = await newClock(http, key, '2025-03-01T00:00:00Z');
+    const created = await http('/v3/subscriptions', { key, body: { customer_id: customer, plan_id: basic.id, payment_method: card(), test_clock: clock } });
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.id;
+    const events = async (type: string) => (await platform.sql(`select id from events where type = $1 and data->'object'->>'id' = $2`, [type, id])).length;
+    const progress = () => platform.temporal.client.workflow.getHandle(created.body.workflow_id).query<{ state: { pendingProrations: unknown[] } }>('subscriptionProgress');
+    /** The request applied, then the API died before its answer was stored: the idempotency record is gone. */
+    const lose = (idem: string) => platform.sql('delete from idempotency_records where key = $1', [idem]);
+    const send = (path: string, idem: string, body: Record<string, unknown> = {}, method?: 'PATCH') =>
+      http(`/v3/subscriptions/${id}${path}`, { key, headers: { 'idempotency-key': idem }, body, ...(method ? { method } : {}) });
+
+    // Plan change: applied once (one pair of proration items), the retry answers the same plan.
+    await advance(http, key, clock, '2025-03-11T00:00:00Z');
+    const changed = await send('', 'lost-plan', { plan_id: pro.id }, 'PATCH');
+    expect(changed.status, changed.text).toBe(200);
+    expect(changed.body.plan_id).toBe(pro.id);
+    expect((await progress()).state.pendingProrations).toHaveLength(2);
+    await lose('lost-plan');
+    const planRetry = await send('', 'lost-plan', { plan_id: pro.id }, 'PATCH');
+    expect(planRetry.status, planRetry.text).toBe(200);
+    expect(planRetry.body).toMatchObject({ id, plan_id: pro.id, status: 'active' });
+    expect((await progress()).state.pendingProrations).toHaveLength(2);
+
+    // Pause.
+    const paused = await send('/pause', 'lost-pause');
+    expect(paused.status, paused.text).toBe(200);
+    expect(paused.body.status).toBe('paused');
+    await lose('lost-pause');
+    const pauseRetry = await send('/pause', 'lost-pause');
+    expect(pauseRetry.status, pauseRetry.text).toBe(200);
+    expect(pauseRetry.body).toMatchObject({ id, status: 'paused', paused_at: paused.body.paused_at });
+    const otherPause = await send('/pause', 'other-pause');
+    expect(otherPause.status).toBe(409);
+    expect(otherPause.body).toMatchObject({ code: 'invalid_state_transition', current_state: 'paused' });
+    expect(await events('subscription.paused')).toBe(1);
+    // While paused, another plan change is refused; the applied one's retry still answers 200.
+    const otherPlan = await send('', 'other-plan', { plan_id: basic.id }, 'PATCH');
+    expect(otherPlan.status).toBe(409);
+    expect(otherPlan.body).toMatchObject({ code: 'invalid_state_transition', current_state: 'paused' });
+    await lose('lost-plan');
+    expect((await send('', 'lost-plan', { plan_id: pro.id }, 'PATCH')).status).toBe(200);
+
+    // Resume.
+    await advance(http, key, clock, '2025-03-21T00:00:00Z');
+    const resumed = await send('/resume', 'lost-resume');
+    expect(resumed.status, resumed.text).toBe(200);
+    expect(resumed.body.status).toBe('active');
+    await lose('lost-resume');
+    const resumeRetry = await send('/resume', 'lost-resume');
+    expect(resumeRetry.status, resumeRetry.text).toBe(200);
+    // Applied once: the ten paused days moved the period end once (2025-04-01 → 2025-04-11).
+    expect(resumeRetry.body).toMatchObject({ id, status: 'active', current_period_end: resumed.body.current_period_end });
+    expect(resumed.body.current_period_end).toBe('2025-04-11T00:00:00.000Z');
+    const otherResume = await send('/resume', 'other-resume');
+    expect(otherResume.status).toBe(409);
+    expect(otherResume.body).toMatchObject({ code: 'invalid_state_transition', current_state: 'active' });
+    expect(await events('subscription.resumed')).toBe(1);
+
+    // Once canceled (the workflow has ended), a lost pause's retry still answers 200; another request gets 409.
+    expect((await http(`/v3/subscriptions/${id}/cancel`, { key, body: {} })).body.status).toBe('canceled');
+    await lose('lost-pause');
+    const afterCancel = await send('/pause', 'lost-pause');
+    expect(afterCancel.status, afterCancel.text).toBe(200);
+    expect(afterCancel.body).toMatchObject({ id, status: 'canceled' });
+    expect((await send('/pause', 'other-pause-2')).status).toBe(409);
+  });
+});

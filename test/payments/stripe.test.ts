@@ -41,12 +41,12 @@ describe('the Stripe adapter against stripe-mock', () => {
     expect(card.token).toMatch(/^pm_/);
     expect(card).toMatchObject({ brand: 'visa', last4: '4242' });
     const charge = await stripe.charge({
-      idempotencyKey: 'pay_test:charge', amount: 1000, currency: 'USD', card, customerId: null, description: 'stripe-mock', fraudProtection: false, paymentId: 'pay_test',
+      idempotencyKey: 'pay_test:charge', merchant: 'acct_stripemock:test', amount: 1000, currency: 'USD', card, customerId: null, description: 'stripe-mock', fraudProtection: false, paymentId: 'pay_test',
     });
     expect(charge.reference).toMatch(/^pi_/);
     const refund = await stripe.refund({ idempotencyKey: 're_test:refund', chargeReference: charge.reference!, amount: 400, currency: 'USD' });
     expect(refund.reference).toMatch(/^re_/);
-    const transfer = await stripe.transfer({ idempotencyKey: 'tr_test:transfer', destination: 'acct_123', amount: 300, currency: 'USD', chargeReference: charge.reference!, group: 'pay_test' });
+    const transfer = await stripe.transfer({ idempotencyKey: 'tr_test:transfer', merchant: 'acct_stripemock:test', destination: 'acct_123', amount: 300, currency: 'USD', chargeReference: charge.reference!, group: 'pay_test' });
     expect(transfer).toMatchObject({ outcome: 'paid' });
     const reversal = await stripe.reverseTransfer({ idempotencyKey: 'tr_test:reversal', transferReference: (transfer as { reference: string }).reference, amount: 300, currency: 'USD' });
     expect(reversal.reference).toMatch(/^trr_/);
@@ -78,6 +78,22 @@ describe('the Stripe adapter against stripe-mock', () => {
     expect(test.body).toMatchObject({ status: 'succeeded', gateway: 'sandbox' });
   });
 
+  it('funds a live split without a card from the Stripe balance: GET /v1/balance first, and nothing moves when it is short', async () => {
+    calls.length = 0;
+    const live = await platform.newKey({ type: 'live' });
+    const { available } = await platform.paymentGateways.stripe!.balance({ merchant: 'any', currency: 'USD' });
+    calls.length = 0;
+    // More than stripe-mock's fixed balance: refused before any transfer.
+    const total = available / 100 + 50;
+    const res = await http('/v3/payments/marketplace/split', { key: live, body: { total_amount: total, platform_fee: 0, splits: [{ destination: 'acct_live_seller', amount: total }] } });
+    expect(res.status, res.text).toBe(402);
+    expect(res.body).toMatchObject({
+      code: 'balance_insufficient', available,
+      payment: { gateway: 'stripe', livemode: true, funding: 'platform_balance', payment_method: null, status: 'failed', split: { status: 'canceled' } },
+    });
+    expect(calls.map((c) => `${c.method} ${c.path} ${c.status}`)).toEqual(['GET /v1/balance 200']);
+  });
+
   it('lets an admin put one account\'s live payments on the sandbox (per-account gateway choice)', async () => {
     const accountId = await platform.newAccount();
     const admin = await http('/admin/trpc/payments.setLiveGateway', {
@@ -104,11 +120,11 @@ describe('the Stripe adapter against stripe-mock', () => {
   it('maps a request Stripe rejects (400) to a non-retryable gateway error, without the card data', async () => {
     const stripe = platform.paymentGateways.stripe!;
     const err = await stripe.charge({
-      idempotencyKey: 'pay_bad:charge', amount: 10.5, currency: 'USD', card: { token: 'pm_123', fingerprint: '' }, customerId: null, description: null, fraudProtection: false, paymentId: 'pay_bad',
+      idempotencyKey: 'pay_bad:charge', merchant: 'acct_stripemock:test', amount: 10.5, currency: 'USD', card: { token: 'pm_123', fingerprint: '' }, customerId: null, description: null, fraudProtection: false, paymentId: 'pay_bad',
     }).then(() => null, (e: unknown) => e);
     expect(err).toBeInstanceOf(GatewayRejectedError);
     expect((err as GatewayRejectedError).message).toMatch(/^Stripe: /);
-    const transfer = await stripe.transfer({ idempotencyKey: 'tr_bad:transfer', destination: 'acct_123', amount: 10.5, currency: 'usd', chargeReference: 'pi_x', group: 'g' });
+    const transfer = await stripe.transfer({ idempotencyKey: 'tr_bad:transfer', merchant: 'acct_stripemock:test', destination: 'acct_123', amount: 10.5, currency: 'usd', chargeReference: 'pi_x', group: 'g' });
     expect(transfer).toMatchObject({ outcome: 'failed' });
   });
 });
@@ -146,13 +162,13 @@ describe('Stripe amounts on the wire', () => {
       const stripe = new StripeGateway({ apiKey: 'sk_test_stripemock', apiBase: proxy.url });
       const card = { token: 'pm_card_visa', fingerprint: '' };
       const charge = (currency: string, amount: number) => stripe.charge({
-        idempotencyKey: `pay_${currency}:charge`, amount, currency, card, customerId: null, description: null, fraudProtection: false, paymentId: `pay_${currency}`,
+        idempotencyKey: `pay_${currency}:charge`, merchant: 'acct_stripemock:test', amount, currency, card, customerId: null, description: null, fraudProtection: false, paymentId: `pay_${currency}`,
       });
       await charge('ISK', 500);
       await charge('JPY', 500);
       await charge('HUF', 1000);
       await stripe.refund({ idempotencyKey: 're_isk:refund', chargeReference: 'pi_123', amount: 200, currency: 'ISK' });
-      const transfer = await stripe.transfer({ idempotencyKey: 'tr_ugx:transfer', destination: 'acct_123', amount: 300, currency: 'UGX', chargeReference: 'pi_123', group: 'g' });
+      const transfer = await stripe.transfer({ idempotencyKey: 'tr_ugx:transfer', merchant: 'acct_stripemock:test', destination: 'acct_123', amount: 300, currency: 'UGX', chargeReference: 'pi_123', group: 'g' });
       expect(transfer).toMatchObject({ outcome: 'paid' });
       await stripe.reverseTransfer({ idempotencyKey: 'tr_ugx:reversal', transferReference: (transfer as { reference: string }).reference, amount: 100, currency: 'UGX' });
 
@@ -170,13 +186,39 @@ describe('Stripe amounts on the wire', () => {
       for (const attempt of [
         () => charge('HUF', 1050),
         () => stripe.refund({ idempotencyKey: 're_twd:refund', chargeReference: 'pi_123', amount: 1, currency: 'TWD' }),
-        () => stripe.transfer({ idempotencyKey: 'tr_huf:transfer', destination: 'acct_123', amount: 150, currency: 'HUF', chargeReference: 'pi_123', group: 'g' }),
+        () => stripe.transfer({ idempotencyKey: 'tr_huf:transfer', merchant: 'acct_stripemock:test', destination: 'acct_123', amount: 150, currency: 'HUF', chargeReference: 'pi_123', group: 'g' }),
       ]) {
         const err = await attempt().then(() => null, (e: unknown) => e);
         expect(err).toBeInstanceOf(ApiError);
         expect(err).toMatchObject({ status: 422, code: 'validation_failed' });
       }
       expect(proxy.bodies).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('pays a balance-funded transfer with no source_transaction (a card-funded one names its charge), and reads the balance from GET /v1/balance', async () => {
+    const proxy = await recordingProxy(mock.url);
+    try {
+      const stripe = new StripeGateway({ apiKey: 'sk_test_stripemock', apiBase: proxy.url });
+      const transfer = await stripe.transfer({
+        idempotencyKey: 'tr_balance:transfer', merchant: 'acct_stripemock:live', destination: 'acct_123', amount: 700, currency: 'USD', chargeReference: null, group: 'pay_balance',
+      });
+      expect(transfer).toMatchObject({ outcome: 'paid', reference: expect.stringMatching(/^tr_/) });
+      const { available } = await stripe.balance({ merchant: 'acct_stripemock:live', currency: 'USD' });
+      expect(Number.isInteger(available)).toBe(true);
+      expect(proxy.bodies.map((b) => b.path)).toEqual(['/v1/transfers', '/v1/balance']);
+      const form = proxy.bodies[0]!.form;
+      expect(Object.fromEntries(form)).toMatchObject({ amount: '700', currency: 'usd', destination: 'acct_123', transfer_group: 'pay_balance' });
+      expect(form.has('source_transaction')).toBe(false);
+
+      // A card-funded split's transfer names its charge as source_transaction (a ch_…; a PaymentIntent id is not a charge).
+      proxy.bodies.length = 0;
+      for (const [i, chargeReference] of ['ch_3MmlLrLkdIwHu7ix0snN0B15', 'pi_123'].entries()) {
+        await stripe.transfer({ idempotencyKey: `tr_card_${i}:transfer`, merchant: 'acct_stripemock:live', destination: 'acct_123', amount: 700, currency: 'USD', chargeReference, group: 'pay_card' });
+      }
+      expect(proxy.bodies.map((b) => b.form.get('source_transaction'))).toEqual(['ch_3MmlLrLkdIwHu7ix0snN0B15', null]);
     } finally {
       await proxy.close();
     }

@@ -100,6 +100,12 @@ export interface SubscriptionState {
   canceledAt: number | null;
   /** The Idempotency-Key of the request that canceled it (or asked to at the period end). */
   canceledBy?: string | null;
+  /**
+   * The Idempotency-Keys of the latest requests that applied a pause, resume or plan change (newest
+   * last, at most APPLIED_KEYS_KEPT): a retry of one of them (its answer was lost) answers the
+   * subscription again instead of applying the change twice or answering 409. Absent in older states.
+   */
+  appliedBy?: { change: AppliedChange; key: string }[];
   pausedAt: number | null;
   resumesAt: number | null;
   /** Open invoices that failed collection, retried on the dunning schedule. */
@@ -156,14 +162,24 @@ export type TransitionResult = SubscriptionView;
 
 /** Answers once the subscription row is written (sent with the workflow start). */
 export const awaitSubscriptionRecordedUpdate = defineUpdate<SubscriptionView, []>('awaitSubscriptionRecorded');
-export const pauseSubscriptionUpdate = defineUpdate<SubscriptionView, [{ resumesAt: number | null; requestId: string | null }]>('pauseSubscription');
-export const resumeSubscriptionUpdate = defineUpdate<SubscriptionView, [{ requestId: string | null }]>('resumeSubscription');
+/** The changes whose applying request is remembered (`SubscriptionState.appliedBy`). */
+export type AppliedChange = 'pause' | 'resume' | 'changePlan';
+/** How many applying requests' keys the state keeps (the oldest are forgotten). */
+export const APPLIED_KEYS_KEPT = 20;
+
+/**
+ * `idempotencyKey` (optional in each): the request's Idempotency-Key, remembered once the change is
+ * applied, so a retry of that request (its answer was lost: the API died) answers the subscription
+ * as it is, not 409, and never applies the change twice.
+ */
+export const pauseSubscriptionUpdate = defineUpdate<SubscriptionView, [{ resumesAt: number | null; requestId: string | null; idempotencyKey?: string | null }]>('pauseSubscription');
+export const resumeSubscriptionUpdate = defineUpdate<SubscriptionView, [{ requestId: string | null; idempotencyKey?: string | null }]>('resumeSubscription');
 export const cancelSubscriptionUpdate = defineUpdate<SubscriptionView, [{
   atPeriodEnd: boolean; requestId: string | null;
   /** The request's Idempotency-Key: kept as `canceledBy`, so a retry of the cancel after a lost answer succeeds. */
   idempotencyKey?: string | null;
 }]>('cancelSubscription');
-export const changePlanUpdate = defineUpdate<SubscriptionView, [{ plan: PlanSnapshot; prorate: boolean; requestId: string | null }]>('changePlan');
+export const changePlanUpdate = defineUpdate<SubscriptionView, [{ plan: PlanSnapshot; prorate: boolean; requestId: string | null; idempotencyKey?: string | null }]>('changePlan');
 /** A new card for collections (tokenized by the API first); the next attempt uses it. */
 export const updatePaymentMethodUpdate = defineUpdate<SubscriptionView, [{ card: CardOnFile; gateway: GatewayName; requestId: string | null }]>('updatePaymentMethod');
 /** Admin: retry a failed collection now instead of on the dunning schedule. */

@@ -5,7 +5,7 @@ import { REFUSALS, refuse } from '../kit/failures.ts';
 import { recordStatus } from '../kit/search-attributes.ts';
 import { paymentWorkflowId, type PaymentView, type PaymentWorkflow } from '../payments/shared.ts';
 import {
-  DAY_MS, TRANSITIONS, periodEndAt, prorate, type PlanSnapshot, type SubscriptionProgress, type SubscriptionSnapshot,
+  APPLIED_KEYS_KEPT, DAY_MS, TRANSITIONS, type AppliedChange, periodEndAt, prorate, type PlanSnapshot, type SubscriptionProgress, type SubscriptionSnapshot,
   type SubscriptionState, type SubscriptionStatus, type SubscriptionView, type SubscriptionWorkflowInput,
 } from './shared.ts';
 
@@ -195,11 +195,29 @@ export class Subscription {
     return this.#view!;
   }
 
-  validatePause({ resumesAt }: { resumesAt: number | null }): void {
+  /** Whether the request with this Idempotency-Key already applied this change (a retry after a lost answer). */
+  appliedBy(change: AppliedChange, key: string | null | undefined): boolean {
+    return !!key && (this.state.appliedBy ?? []).some((a) => a.change === change && a.key === key);
+  }
+
+  #remember(change: AppliedChange, key: string | null | undefined): void {
+    if (!key) return;
+    this.state.appliedBy = [...(this.state.appliedBy ?? []), { change, key }].slice(-APPLIED_KEYS_KEPT);
+  }
+
+  /** The answer to a retry of an applied change: the subscription as it is, nothing applied again. */
+  async #replayed(): Promise<SubscriptionView> {
+    return this.#view ?? this.#save(null);
+  }
+
+  validatePause({ resumesAt, idempotencyKey }: { resumesAt: number | null; idempotencyKey?: string | null }): void {
+    if (this.appliedBy('pause', idempotencyKey)) return;
     requireTransition('pause', this.state.status, 'paused');
     if (resumesAt !== null && resumesAt <= this.now()) throw refuse(REFUSALS.validationFailed, 'resumes_at must be in the future.', { path: 'resumes_at' });
   }
-  async pause({ resumesAt }: { resumesAt: number | null }): Promise<SubscriptionView> {
+  async pause({ resumesAt, idempotencyKey }: { resumesAt: number | null; idempotencyKey?: string | null }): Promise<SubscriptionView> {
+    if (this.appliedBy('pause', idempotencyKey)) return this.#replayed();
+    this.#remember('pause', idempotencyKey);
     const s = this.state;
     s.statusBeforePause = s.status;
     s.status = 'paused';
@@ -209,10 +227,13 @@ export class Subscription {
     return this.#save('subscription.paused');
   }
 
-  validateResume(): void {
+  validateResume({ idempotencyKey }: { idempotencyKey?: string | null } = {}): void {
+    if (this.appliedBy('resume', idempotencyKey)) return;
     requireTransition('resume', this.state.status, 'resumed');
   }
-  async resume(): Promise<SubscriptionView> {
+  async resume({ idempotencyKey }: { idempotencyKey?: string | null } = {}): Promise<SubscriptionView> {
+    if (this.appliedBy('resume', idempotencyKey)) return this.#replayed();
+    this.#remember('resume', idempotencyKey);
     this.#resumeAt(this.now());
     this.#dirty = true;
     return this.#save('subscription.resumed');
@@ -233,10 +254,13 @@ export class Subscription {
     return this.#save('subscription.canceled');
   }
 
-  validateChangePlan(): void {
+  validateChangePlan({ idempotencyKey }: { idempotencyKey?: string | null } = {}): void {
+    if (this.appliedBy('changePlan', idempotencyKey)) return;
     requireTransition('changePlan', this.state.status, 'moved to another plan');
   }
-  async changePlan({ plan, prorate: withProration }: { plan: PlanSnapshot; prorate: boolean }): Promise<SubscriptionView> {
+  async changePlan({ plan, prorate: withProration, idempotencyKey }: { plan: PlanSnapshot; prorate: boolean; idempotencyKey?: string | null }): Promise<SubscriptionView> {
+    if (this.appliedBy('changePlan', idempotencyKey)) return this.#replayed();
+    this.#remember('changePlan', idempotencyKey);
     const s = this.state;
     const t = this.now();
     if (withProration && s.status !== 'trialing' && this.#input.billingCycle !== 'usage_based' && t < s.periodEnd) {

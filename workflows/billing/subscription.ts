@@ -28,9 +28,9 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   setHandler(advanceClockSignal, ({ now }) => sub.advanceClock(now));
   setHandler(awaitSubscriptionRecordedUpdate, () => sub.recorded());
   setExclusiveUpdateHandler(lock, pauseSubscriptionUpdate, { validate: (req) => sub.validatePause(req), handle: (req) => sub.pause(req) });
-  setExclusiveUpdateHandler(lock, resumeSubscriptionUpdate, { validate: () => sub.validateResume(), handle: () => sub.resume() });
+  setExclusiveUpdateHandler(lock, resumeSubscriptionUpdate, { validate: (req) => sub.validateResume(req), handle: (req) => sub.resume(req) });
   setExclusiveUpdateHandler(lock, cancelSubscriptionUpdate, { validate: () => sub.validateCancel(), handle: (req) => sub.cancel(req) });
-  setExclusiveUpdateHandler(lock, changePlanUpdate, { validate: () => sub.validateChangePlan(), handle: (req) => sub.changePlan(req) });
+  setExclusiveUpdateHandler(lock, changePlanUpdate, { validate: (req) => sub.validateChangePlan(req), handle: (req) => sub.changePlan(req) });
   setExclusiveUpdateHandler(lock, updatePaymentMethodUpdate, {
     validate: () => sub.validateUpdatePaymentMethod(), handle: (req) => sub.updatePaymentMethod(req),
   });

@@ -3,7 +3,7 @@ import type { CommerceActivities } from '../../activities/commerce/index.ts';
 import type { OrderView } from '../../domain/commerce/orders.ts';
 import { REFUSALS, REFUSAL_TYPES, refuse } from '../kit/failures.ts';
 import {
-  cancelOrderUpdate, fulfillOrderUpdate, orderCreatedUpdate, orderStateQuery,
+  cancelOrderUpdate, fulfillOrderUpdate, orderCreatedUpdate, orderStateQuery, recordOrderShipmentUpdate,
   type OrderWorkflowInput, type OrderWorkflowState,
 } from './shared.ts';
 import { recordStatus } from '../kit/search-attributes.ts';
@@ -82,6 +82,17 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
     { validator: (args) => (appliedBy('fulfill', args.idempotencyKey) ? undefined : mustBeOpen()) });
   setHandler(cancelOrderUpdate, ({ idempotencyKey, ...args }) => transition('cancel', idempotencyKey, () => acts.cancelOrder({ ...ref, ...args })),
     { validator: (args) => (appliedBy('cancel', args.idempotencyKey) ? undefined : mustBeOpen()) });
+
+  // A shipment's label (shipping area): the row shows its tracking number; the status does not change.
+  setHandler(recordOrderShipmentUpdate, async (args) => {
+    const { status, fulfillment } = await acts.recordOrderShipment({ ...ref, ...args });
+    if (state.status === 'processing' && status === 'processing') state.fulfillment = fulfillment;
+    return { ...state };
+  }, {
+    validator: (_args) => {
+      if (state.status !== 'processing' || !created) throw refuse(REFUSALS.invalidTransition, `the order is ${state.status}`, { current_state: state.status });
+    },
+  });
 
   try {
     created = await acts.createOrder(input);

@@ -60,6 +60,14 @@ export interface FulfillOrderInput {
   idempotencyKey?: string | null;
 }
 
+/** A shipment of the order got its label (shipping area): the order shows its tracking number and carrier. */
+export interface OrderShipmentInput {
+  shipmentId: string;
+  trackingNumber: string;
+  carrier: string;
+  requestId: string | null;
+}
+
 export interface CancelOrderInput {
   reason: string | null;
   requestId: string | null;
@@ -70,4 +78,6 @@ export interface CancelOrderInput {
 export const orderCreatedUpdate = defineUpdate<OrderView, []>('orderCreated');
 export const fulfillOrderUpdate = defineUpdate<OrderWorkflowState, [FulfillOrderInput]>('fulfillOrder');
 export const cancelOrderUpdate = defineUpdate<OrderWorkflowState, [CancelOrderInput]>('cancelOrder');
+/** Sent by the shipping area when a shipment of a processing order gets its label. */
+export const recordOrderShipmentUpdate = defineUpdate<OrderWorkflowState, [OrderShipmentInput]>('recordOrderShipment');
 export const orderStateQuery = defineQuery<OrderWorkflowState>('orderState');

@@ -42,11 +42,21 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
     throw rejected;
   }
 
-  if (view.status === 'processing') {
+  const balanceFunded = input.funding === 'platform_balance';
+  if (view.status === 'processing' && balanceFunded) {
+    // Nothing to charge: the transfers are paid out of the platform's gateway balance, if it has enough.
+    const payout = (input.split?.transfers ?? []).reduce((sum, t) => sum + t.amount, 0);
+    try {
+      view = await gateway.checkSplitBalance({ ...ref, gateway: input.gateway, currency: input.currency, amount: payout });
+    } catch (err) {
+      log.warn('balance check failed for good', { paymentId: input.paymentId, error: String(err) });
+      view = await db.failPayment({ ...ref, code: 'processing_error', message: 'The gateway could not report the platform balance.' });
+    }
+  } else if (view.status === 'processing') {
     try {
       view = await gateway.chargePayment({
-        ...ref, gateway: input.gateway, amount: input.amount, currency: input.currency, cardToken: input.card.token,
-        fingerprint: input.card.fingerprint, customerId: input.customerId, description: input.description,
+        ...ref, gateway: input.gateway, amount: input.amount, currency: input.currency, cardToken: input.card!.token,
+        fingerprint: input.card!.fingerprint, customerId: input.customerId, description: input.description,
         fraudProtection: input.fraudProtection,
       });
     } catch (err) {
@@ -55,7 +65,8 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
     }
   }
 
-  if (input.split && view.status === 'succeeded' && view.split?.status === 'pending') {
+  const funded = balanceFunded ? view.status === 'processing' : view.status === 'succeeded';
+  if (input.split && funded && view.split?.status === 'pending') {
     view = await runTransfers(input, view, ref);
   }
 
@@ -80,6 +91,8 @@ async function runTransfers(
     for (const transferId of paid.reverse()) {
       await gateway.reverseSplitTransfer({ ...ref, gateway: input.gateway, transferId });
     }
+    // Funded by the platform balance: nothing was charged, so nothing to refund; the payment fails.
+    if (input.funding === 'platform_balance') return db.finishSplit({ ...ref, status: 'reversed' });
     const refund = await db.reserveRefund({
       refundId: split.compensationRefundId, paymentId: input.paymentId, accountId: input.accountId, livemode: input.livemode,
       amount: null, reason: 'split_transfer_failed', metadata: { failed_transfer: planned.id }, requestId: input.requestId, requestIdempotencyKey: null,

@@ -39,7 +39,13 @@ export interface PaymentWorkflowInput {
   amount: number;
   currency: string;
   gateway: GatewayName;
-  card: CardOnFile;
+  /** The card charged; null when the payment is funded by the platform balance. */
+  card: CardOnFile | null;
+  /**
+   * What pays (absent in histories from before it: `card`). `platform_balance` (marketplace splits
+   * only): nothing is charged, the transfers are paid out of the account's gateway balance.
+   */
+  funding?: 'card' | 'platform_balance';
   customerId: string | null;
   description: string | null;
   fraudProtection: boolean;

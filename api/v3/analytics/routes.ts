@@ -141,7 +141,7 @@ export const analyticsRoutes = [
     method: 'get', path: '/v3/analytics/reports/{report_id}/download', operationId: 'downloadReport', tag: 'Analytics',
     summary: 'The report\'s file, streamed with its Content-Type and Content-Disposition (409 until it succeeded, 410 after retention)',
     permission: 'analytics:read', status: 200, params: reportId, query: downloadQuery, response: z.string(),
-    produces: Object.values(FORMAT_FILES).map((f) => f.contentType.split(';')[0]!),
+    binary: { mediaType: Object.values(FORMAT_FILES).map((f) => f.contentType.split(';')[0]!), description: 'The report file (PDF, Excel, CSV or JSON, by the report\'s format)' },
     responses: {
       403: { description: 'download_url_invalid or download_url_expired: the signature in the query does not match or has expired' },
       409: { description: 'report_not_ready: the report has not succeeded (current_state)' },

@@ -162,16 +162,16 @@ export const billingRoutes = [
     method: 'post', path: '/v3/subscriptions/{subscription_id}/pause', operationId: 'pauseSubscription', tag: 'Billing',
     summary: 'Pause a subscription (no invoices until it resumes, by hand or at resumes_at)', permission: 'billing:write', status: 200, temporal: true,
     params: subscriptionParams, body: z.strictObject({ resumes_at: timestamp.optional() }), response: subscriptionSchema,
-    async handler({ deps, em, params, body, requestId }) {
-      return { body: await pauseSubscription(ctxOf(deps, em()), params.subscription_id, body.resumes_at ?? null, requestId) };
+    async handler({ deps, em, params, body, requestId, idempotencyKey }) {
+      return { body: await pauseSubscription(ctxOf(deps, em()), params.subscription_id, body.resumes_at ?? null, requestId, idempotencyKey) };
     },
   }),
   route({
     method: 'post', path: '/v3/subscriptions/{subscription_id}/resume', operationId: 'resumeSubscription', tag: 'Billing',
     summary: 'Resume a paused subscription (the paused time extends the current period)', permission: 'billing:write', status: 200, temporal: true,
     params: subscriptionParams, body: z.strictObject({}), response: subscriptionSchema,
-    async handler({ deps, em, params, requestId }) {
-      return { body: await resumeSubscription(ctxOf(deps, em()), params.subscription_id, requestId) };
+    async handler({ deps, em, params, requestId, idempotencyKey }) {
+      return { body: await resumeSubscription(ctxOf(deps, em()), params.subscription_id, requestId, idempotencyKey) };
     },
   }),
   route({
@@ -191,10 +191,10 @@ export const billingRoutes = [
       payment_method: z.strictObject({ type: z.literal('card'), card }).optional().describe('Replaces the card; the next collection attempt (e.g. a dunning retry) uses it.'),
     }).refine((b) => b.plan_id || b.payment_method, { path: ['plan_id'], message: 'send plan_id, payment_method, or both' }),
     response: subscriptionSchema,
-    async handler({ deps, em, auth, params, body, requestId }) {
+    async handler({ deps, em, auth, params, body, requestId, idempotencyKey }) {
       const ctx = ctxOf(deps, em());
       let view = body.payment_method ? await updatePaymentMethod(ctx, auth, params.subscription_id, body.payment_method.card as CardInput, requestId) : null;
-      if (body.plan_id) view = await changeSubscriptionPlan(ctx, params.subscription_id, body.plan_id, body.prorate, requestId);
+      if (body.plan_id) view = await changeSubscriptionPlan(ctx, params.subscription_id, body.plan_id, body.prorate, requestId, idempotencyKey);
       return { body: view };
     },
   }),

@@ -49,15 +49,20 @@ const processBody = z.strictObject({
 
 const splitBody = z.strictObject({
   total_amount: z.number().positive().describe('Decimal major units (e.g. 100.50).'),
-  currency,
+  currency: currency.default('USD').describe('ISO 4217 code (case-insensitive; answered in upper case). Optional: USD when omitted.'),
   platform_fee: z.number().nonnegative().describe('Decimal major units; receives any rounding remainder of percentage splits.'),
   splits: z.array(z.strictObject({
     destination: z.string().regex(/^(acct|cus)_[A-Za-z0-9_]{1,80}$/, 'expected a connected account id (acct_…) or a customer id (cus_…)'),
     amount: z.number().positive().optional().describe('Decimal major units.'),
     percent: z.number().positive().max(100).optional().describe('Percentage of total_amount.'),
   })).min(1).max(20),
-  payment_method: paymentMethod,
-  customer_id: z.string().min(1).max(64).optional(),
+  payment_method: paymentMethod.optional().describe(
+    'Optional. What funds the split, in order: this card (charged); else the default saved card of customer_id (the card on file of its '
+    + 'latest subscription), when it has one; else the platform balance: nothing is charged, the transfers are paid out of the account\'s '
+    + 'gateway balance, the platform keeps platform_fee, and the answer has funding "platform_balance" and payment_method null '
+    + '(402 balance_insufficient, with `available`, when the balance is short).',
+  ),
+  customer_id: z.string().min(1).max(64).optional().describe('The paying customer (same account and mode). Without payment_method, its default saved card funds the split.'),
   description: z.string().max(1000).optional(),
   fraud_protection: z.boolean().default(false),
   metadata: metadata.optional(),
@@ -74,11 +79,17 @@ const paymentResponses = {
   402: { description: 'Card declined (card_declined, with decline_code and the failed payment)' },
 };
 
+const splitResponses = {
+  ...paymentResponses,
+  402: { description: 'Card declined (card_declined, with decline_code and the failed payment), or, for a split funded by the platform balance, balance_insufficient (with `available`, minor units, and the failed payment; nothing was transferred)' },
+  422: { description: 'Bad fields (validation_failed, e.g. parts that do not add up), or transfer_failed: a transfer failed and the ones made were reversed (and a charge refunded)' },
+};
+
 const paymentId = z.strictObject({ payment_id: z.string().min(1).max(64) });
 const refundId = z.strictObject({ payment_id: z.string().min(1).max(64), refund_id: z.string().min(1).max(64) });
 
 function context(deps: AppDeps, em: EntityManager): PaymentsContext {
-  return { em, temporal: deps.temporal, gateways: deps.paymentGateways, waitMs: deps.config.PAYMENTS_SYNC_WAIT_MS };
+  return { em, temporal: deps.temporal, gateways: deps.paymentGateways, waitMs: deps.config.PAYMENTS_SYNC_WAIT_MS, savedCards: deps.savedCards };
 }
 
 function requestKey(req: Request): string | null {
@@ -104,7 +115,16 @@ function chargeFields(
 /** 201 once settled; 202 + Location while the gateway is still working; 402 for a decline. */
 function paymentAnswer(view: PaymentView, splitDestinations: string[] = []): HandlerResult {
   const location = `/v3/payments/${view.id}/status`;
-  if (view.status === 'failed') {
+  if (view.status === 'failed' && view.failure?.code === 'balance_insufficient') {
+    const available = view.failure.available ?? 0;
+    throw new ApiError({
+      status: 402, code: 'balance_insufficient', title: 'Balance Insufficient',
+      detail: `The platform balance has ${available} ${view.currency} minor units available, less than the split pays out; ${view.split?.status === 'reversed' ? 'the transfers made were reversed' : 'nothing was transferred'}.`,
+      suggestion: 'Send a payment_method (or a customer_id with a saved card) to fund the split with a charge, or wait until the balance covers it and send it again with a new Idempotency-Key.',
+      extensions: { available, payment_id: view.id, payment: view },
+    });
+  }
+  if (view.status === 'failed' && view.split?.status !== 'reversed') {
     const code = view.failure?.decline_code ?? view.failure?.code ?? 'generic_decline';
     const described = describeDecline(code);
     throw cardDeclined(code, view.failure?.message || described.message, view, described.suggestion);
@@ -114,7 +134,7 @@ function paymentAnswer(view: PaymentView, splitDestinations: string[] = []): Han
     const failed = view.split.transfers[failedAt];
     throw new ApiError({
       status: 422, code: 'transfer_failed', title: 'Transfer Failed',
-      detail: `The transfer to ${failed?.destination ?? 'a destination'} failed (${failed?.failure?.code ?? 'unknown'}); the transfers already made were reversed and the charge was refunded.`,
+      detail: `The transfer to ${failed?.destination ?? 'a destination'} failed (${failed?.failure?.code ?? 'unknown'}); the transfers already made were reversed${view.funding === 'card' ? ' and the charge was refunded' : ' (nothing was charged)'}.`,
       suggestion: 'Fix or replace the destination named in `errors` and send the split again with a new Idempotency-Key.',
       errors: [{ path: `splits.${failedAt >= 0 ? failedAt : splitDestinations.length}.destination`, message: failed?.failure?.message ?? 'the transfer failed' }],
       extensions: { payment_id: view.id, payment: view },
@@ -167,11 +187,11 @@ export const paymentRoutes = [
   }),
   route({
     method: 'post', path: '/v3/payments/marketplace/split', operationId: 'splitPayment', tag: 'Payments',
-    summary: 'Charge a card once and pay it out to several destinations, less the platform fee',
+    summary: 'Pay several destinations from one charge (or from the platform balance when no card is given), less the platform fee',
     permission: 'payments:write', status: 201, temporal: true, temporalWaitMs: (deps) => deps.config.PAYMENTS_SYNC_WAIT_MS,
-    body: splitBody, response: paymentSchema, responses: paymentResponses,
+    body: splitBody, response: paymentSchema, responses: splitResponses,
     async handler({ deps, em, auth, body, req, requestId }) {
-      const view = await processSplitPayment(context(deps, em()), auth, body.payment_method.card as CardInput, {
+      const view = await processSplitPayment(context(deps, em()), auth, (body.payment_method?.card as CardInput | undefined) ?? null, {
         split: { total_amount: body.total_amount, platform_fee: body.platform_fee, currency: body.currency, splits: body.splits },
         ...chargeFields(body, req, requestId),
       });

@@ -1,11 +1,12 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { installationSecret } from '../../../db/installation-settings.ts';
 import { cardBrand, fullExpiryYear, last4, normalizeCardNumber, type CardInput, type CardOnFile } from '../cards.ts';
 import { divideHalfEven, exponent } from '../../money.ts';
 import {
   GatewayRejectedError, GatewayUnavailableError,
-  type ChargeRequest, type ChargeResult, type PaymentGateway, type RefundRequest, type ReversalRequest, type TransferRequest, type TransferResult,
+  type BalanceRequest, type ChargeRequest, type ChargeResult, type PaymentGateway, type RefundRequest, type ReversalRequest, type TransferRequest,
+  type TransferResult,
 } from './types.ts';
 
 /**
@@ -46,6 +47,18 @@ const DECLINES: Partial<Record<SandboxScenario, { code: string; message: string 
 
 /** A destination whose id ends in `closed` (e.g. `acct_sandbox_closed`) refuses transfers. */
 export const SANDBOX_CLOSED_DESTINATION = /closed$/;
+
+/**
+ * Every sandbox merchant (account and mode) starts with this balance in every currency, in major
+ * units: 100,000.00 USD is 10,000,000 minor units (100,000 JPY; 100,000.000 KWD). Its balance is
+ * that, plus its succeeded charges, minus what was refunded of them, minus its paid transfers that
+ * were not reversed (fees are not deducted).
+ */
+export const SANDBOX_STARTING_BALANCE_MAJOR = 100_000;
+
+export function sandboxStartingBalance(currency: string): number {
+  return SANDBOX_STARTING_BALANCE_MAJOR * 10 ** exponent(currency);
+}
 
 export interface SandboxOptions {
   /** Percentage fee as a decimal string ("2.9") plus a fixed fee in minor units. */
@@ -164,12 +177,12 @@ export class SandboxGateway implements PaymentGateway {
     const delayMs = token.scenario === 'slow' ? this.options.slowCardMs : 0;
     const [inserted] = await this.query<ChargeRow>(
       `insert into sandbox_gateway_charges
-         (id, idempotency_key, token, fingerprint, amount, currency, status, decline_code, risk_score, fee, completes_at)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now() + make_interval(secs => $11::double precision / 1000))
+         (id, idempotency_key, token, fingerprint, amount, currency, status, decline_code, risk_score, fee, completes_at, merchant)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now() + make_interval(secs => $11::double precision / 1000), $12)
        on conflict (idempotency_key) do nothing
        returning *`,
       [`ch_sandbox_${randomBytes(10).toString('hex')}`, req.idempotencyKey, req.card.token, token.fingerprint, req.amount, req.currency,
-        status, declineCode, riskScore, this.fee(req.amount, req.currency), delayMs],
+        status, declineCode, riskScore, this.fee(req.amount, req.currency), delayMs, req.merchant],
     );
     if (!inserted) return this.replay((await this.findCharge(req.idempotencyKey))!);
     if (inserted.status === 'processing_error') {
@@ -263,19 +276,86 @@ export class SandboxGateway implements PaymentGateway {
 
   async transfer(req: TransferRequest): Promise<TransferResult> {
     this.assertUp();
+    if (req.chargeReference === null) return this.transferFromBalance(req);
     const closed = SANDBOX_CLOSED_DESTINATION.test(req.destination);
     await this.query(
-      `insert into sandbox_gateway_transfers (id, idempotency_key, destination, amount, currency, source_charge, status, failure_code)
-       values ($1, $2, $3, $4, $5, $6, $7, $8) on conflict (idempotency_key) do nothing`,
+      `insert into sandbox_gateway_transfers (id, idempotency_key, destination, amount, currency, source_charge, status, failure_code, merchant)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9) on conflict (idempotency_key) do nothing`,
       [`tr_sandbox_${randomBytes(10).toString('hex')}`, req.idempotencyKey, req.destination, req.amount, req.currency, req.chargeReference,
-        closed ? 'failed' : 'paid', closed ? 'account_closed' : null],
+        closed ? 'failed' : 'paid', closed ? 'account_closed' : null, req.merchant],
     );
     const [row] = await this.query<{ id: string; status: string; failure_code: string | null }>(
       'select id, status, failure_code from sandbox_gateway_transfers where idempotency_key = $1', [req.idempotencyKey]);
-    if (row!.status === 'failed') {
-      return { outcome: 'failed', code: row!.failure_code ?? 'transfer_failed', message: `The destination ${req.destination} cannot receive transfers (account closed).` };
+    return this.transferAnswer(req, row!, null);
+  }
+
+  private transferAnswer(req: TransferRequest, row: { id: string; status: string; failure_code: string | null }, available: number | null): TransferResult {
+    if (row.status !== 'failed') return { outcome: 'paid', reference: row.id };
+    if (row.failure_code === 'balance_insufficient') {
+      return {
+        outcome: 'failed', code: 'balance_insufficient', ...(available !== null ? { available } : {}),
+        message: `The platform balance has ${available ?? 'less than'} ${req.currency} minor units available, less than the transfer of ${req.amount}.`,
+      };
     }
-    return { outcome: 'paid', reference: row!.id };
+    return { outcome: 'failed', code: row.failure_code ?? 'transfer_failed', message: `The destination ${req.destination} cannot receive transfers (account closed).` };
+  }
+
+  /**
+   * A transfer paid out of the merchant's balance (no source charge): decided once per idempotency
+   * key, under a transaction-scoped advisory lock per merchant and currency, so two transfers can
+   * never both spend the same balance: the check and the insert are one transaction, serialized.
+   */
+  private async transferFromBalance(req: TransferRequest): Promise<TransferResult> {
+    const client = await (await this.getPool()).connect();
+    try {
+      await client.query('begin');
+      await client.query(`select pg_advisory_xact_lock(hashtextextended('sandbox-balance|' || $1 || '|' || $2, 0))`, [req.merchant, req.currency]);
+      const prior = await client.query<{ id: string; status: string; failure_code: string | null }>(
+        'select id, status, failure_code from sandbox_gateway_transfers where idempotency_key = $1', [req.idempotencyKey]);
+      let row = prior.rows[0];
+      let available: number | null = null;
+      if (!row) {
+        available = await this.availableBalance(client, req);
+        const closed = SANDBOX_CLOSED_DESTINATION.test(req.destination);
+        const failure = closed ? 'account_closed' : available < req.amount ? 'balance_insufficient' : null;
+        row = (await client.query<{ id: string; status: string; failure_code: string | null }>(
+          `insert into sandbox_gateway_transfers (id, idempotency_key, destination, amount, currency, source_charge, status, failure_code, merchant)
+           values ($1, $2, $3, $4, $5, null, $6, $7, $8) returning id, status, failure_code`,
+          [`tr_sandbox_${randomBytes(10).toString('hex')}`, req.idempotencyKey, req.destination, req.amount, req.currency,
+            failure ? 'failed' : 'paid', failure, req.merchant])).rows[0]!;
+      } else if (row.failure_code === 'balance_insufficient') {
+        available = await this.availableBalance(client, req);
+      }
+      await client.query('commit');
+      return this.transferAnswer(req, row, available);
+    } catch (err) {
+      await client.query('rollback').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async balance(req: BalanceRequest): Promise<{ available: number }> {
+    this.assertUp();
+    const client = await (await this.getPool()).connect();
+    try {
+      return { available: await this.availableBalance(client, req) };
+    } finally {
+      client.release();
+    }
+  }
+
+  /** The starting balance, plus succeeded charges less their refunds, less paid transfers not reversed. */
+  private async availableBalance(client: PoolClient, req: BalanceRequest): Promise<number> {
+    const { rows } = await client.query<{ available: string }>(
+      `select $3::bigint
+          + coalesce((select sum(amount - amount_refunded) from sandbox_gateway_charges
+                       where merchant = $1 and currency = $2 and status = 'succeeded'), 0)
+          - coalesce((select sum(amount) from sandbox_gateway_transfers
+                       where merchant = $1 and currency = $2 and status = 'paid' and reversed_at is null), 0) as available`,
+      [req.merchant, req.currency, sandboxStartingBalance(req.currency)]);
+    return Number(rows[0]!.available);
   }
 
   async reverseTransfer(req: ReversalRequest): Promise<{ reference: string }> {

@@ -2,7 +2,7 @@ import Stripe from 'stripe';
 import { cardBrand, fullExpiryYear, type CardBrand, type CardInput, type CardOnFile } from '../cards.ts';
 import {
   CardRejectedError, GatewayRejectedError, GatewayUnavailableError,
-  type ChargeRequest, type ChargeResult, type PaymentGateway, type RefundRequest, type ReversalRequest, type TransferRequest, type TransferResult,
+  type BalanceRequest, type ChargeRequest, type ChargeResult, type PaymentGateway, type RefundRequest, type ReversalRequest, type TransferRequest, type TransferResult,
 } from './types.ts';
 import { fromStripeAmount, toStripeAmount } from './stripe-amounts.ts';
 
@@ -102,7 +102,7 @@ export class StripeGateway implements PaymentGateway {
       case 'succeeded': {
         const bt = charge && typeof charge.balance_transaction === 'object' ? charge.balance_transaction : null;
         return {
-          outcome: 'succeeded', reference: intent.id, riskScore,
+          outcome: 'succeeded', reference: intent.id, chargeReference: charge?.id ?? null, riskScore,
           fees: bt ? fromStripeAmount(bt.currency, bt.fee) : null,
           settlementDate: bt?.available_on ? new Date(bt.available_on * 1000).toISOString().slice(0, 10) : null,
         };
@@ -132,17 +132,36 @@ export class StripeGateway implements PaymentGateway {
     }
   }
 
+  /**
+   * A transfer to a connected account ("separate charges and transfers"). A card-funded split's
+   * transfers name their charge (`source_transaction: ch_…`), so they can go before the charge's
+   * funds are available. Without it (chargeReference null: a split funded by the platform balance;
+   * or a payment recorded before the charge id was kept, whose reference is the PaymentIntent)
+   * Stripe pays it out of the available balance and refuses it (`balance_insufficient`) when short.
+   */
   async transfer(req: TransferRequest): Promise<TransferResult> {
     const amount = toStripeAmount(req.currency, req.amount);
     try {
       const transfer = await this.stripe.transfers.create({
         amount, currency: req.currency.toLowerCase(), destination: req.destination, transfer_group: req.group,
+        ...(req.chargeReference?.startsWith('ch_') ? { source_transaction: req.chargeReference } : {}),
       }, { idempotencyKey: req.idempotencyKey });
       return { outcome: 'paid', reference: transfer.id };
     } catch (err) {
       const mapped = mapError(err);
       if (mapped instanceof GatewayRejectedError) return { outcome: 'failed', code: mapped.code, message: mapped.message };
       throw mapped;
+    }
+  }
+
+  /** The platform's available balance in the currency (GET /v1/balance); none listed is 0. */
+  async balance(req: BalanceRequest): Promise<{ available: number }> {
+    try {
+      const balance = await this.stripe.balance.retrieve();
+      const entry = balance.available.find((b) => b.currency.toLowerCase() === req.currency.toLowerCase());
+      return { available: entry ? fromStripeAmount(req.currency, entry.amount) : 0 };
+    } catch (err) {
+      throw mapError(err);
     }
   }
 

@@ -8,8 +8,17 @@ import type { CardInput, CardOnFile } from '../cards.ts';
 export const GATEWAY_NAMES = ['sandbox', 'stripe'] as const;
 export type GatewayName = (typeof GATEWAY_NAMES)[number];
 
+/**
+ * The gateway account money moves in (its balance): one per account and mode, `<account id>:<live|test>`.
+ * Stripe knows it from the API key and ignores it; the sandbox keeps a balance per merchant and currency.
+ */
+export function gatewayMerchant(scope: { accountId: string; livemode: boolean }): string {
+  return `${scope.accountId}:${scope.livemode ? 'live' : 'test'}`;
+}
+
 export interface ChargeRequest {
   idempotencyKey: string;
+  merchant: string;
   amount: number;
   currency: string;
   card: Pick<CardOnFile, 'token' | 'fingerprint'>;
@@ -24,6 +33,11 @@ export type ChargeResult =
   | {
     outcome: 'succeeded';
     reference: string;
+    /**
+     * The charge a transfer names as its source (`source_transaction`) when it is not `reference`:
+     * Stripe's `ch_…` behind the PaymentIntent `pi_…`. Absent: `reference` is the charge.
+     */
+    chargeReference?: string | null;
     fees: number | null;
     /** YYYY-MM-DD. */
     settlementDate: string | null;
@@ -47,17 +61,31 @@ export interface RefundRequest {
 
 export interface TransferRequest {
   idempotencyKey: string;
+  merchant: string;
   destination: string;
   amount: number;
   currency: string;
-  chargeReference: string;
+  /**
+   * The charge that funds it (its ChargeResult's `chargeReference`, else `reference`; Stripe sends a
+   * `ch_…` as `source_transaction`); null: paid out of the merchant's available balance (refused when short).
+   */
+  chargeReference: string | null;
   /** Groups a payment's transfers at the gateway (our payment id). */
   group: string;
 }
 
 export type TransferResult =
   | { outcome: 'paid'; reference: string }
-  | { outcome: 'failed'; code: string; message: string };
+  | {
+    outcome: 'failed'; code: string; message: string;
+    /** `balance_insufficient`: the balance available in the transfer's currency (minor units), when the gateway says. */
+    available?: number;
+  };
+
+export interface BalanceRequest {
+  merchant: string;
+  currency: string;
+}
 
 /** Reverses (part of) a transfer; `amount` in minor units of the transfer's `currency`. */
 export interface ReversalRequest {
@@ -75,6 +103,8 @@ export interface PaymentGateway {
   refund(req: RefundRequest): Promise<{ reference: string }>;
   transfer(req: TransferRequest): Promise<TransferResult>;
   reverseTransfer(req: ReversalRequest): Promise<{ reference: string }>;
+  /** The merchant's available balance in a currency, minor units (what transfers without a charge may pay out). */
+  balance(req: BalanceRequest): Promise<{ available: number }>;
 }
 
 /** The gateway could not be reached or failed on its side: retry later with the same key. */

@@ -1,0 +1,123 @@
+// First: tracing must be started before `pg` is loaded.
+import { spanExporter } from './support/tracing.ts';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { describe, expect, it } from 'vitest';
+import { usePlatform } from '../support/use-platform.ts';
+import { cardBody, waitForPayment } from '../payments/support.ts';
+
+const lines: string[] = [];
+const sink = { write: (line: string) => lines.push(line) };
+const t = usePlatform({ worker: true, log: { out: sink, err: sink }, env: { LOG_LEVEL: 'info' } });
+
+/** The value of a sample line `name{labels} value` in a Prometheus text page, or 0 when absent. */
+function sample(page: string, name: string, labels: Record<string, string>): number {
+  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  const line = page.split('\n').find((l) => l.startsWith(`${name}{`) && wanted.every((w) => l.includes(w)));
+  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+}
+
+async function metricsPage(): Promise<string> {
+  const res = await fetch(`${t.platform.api.url}/metrics`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toContain('text/plain');
+  return res.text();
+}
+
+describe('GET /metrics', () => {
+  it('counts requests by route template and status, admissions, idempotency outcomes and workflow starts', async () => {
+    const before = await metricsPage();
+    const customer = await t.http('/v3/customers', { key: t.key, body: { email: 'metrics@example.com', name: 'Metrics' } });
+    expect(customer.status).toBe(201);
+    for (let i = 0; i < 3; i++) expect((await t.http(`/v3/customers/${customer.body.id}`, { key: t.key })).status).toBe(200);
+    expect((await t.http('/v3/customers/cus_doesnotexist', { key: t.key })).status).toBe(404);
+    const headers = { 'idempotency-key': 'metrics-payment-1' };
+    const body = { amount: 1500, currency: 'USD', payment_method: cardBody('4242424242424242') };
+    expect((await t.http('/v3/payments/process', { key: t.key, headers, body })).status).toBe(201);
+    expect((await t.http('/v3/payments/process', { key: t.key, headers, body })).headers.get('idempotent-replayed')).toBe('true');
+    expect((await t.http('/v3/customers', { key: 'bp_test_' + 'x'.repeat(40) })).status).toBe(401);
+
+    const after = await metricsPage();
+    const delta = (name: string, labels: Record<string, string>) => sample(after, name, labels) - sample(before, name, labels);
+    const route = '/v3/customers/{customer_id}';
+    expect(delta('bp_http_requests_total', { method: 'GET', route, status: '200' })).toBe(3);
+    expect(delta('bp_http_requests_total', { method: 'GET', route, status: '404' })).toBe(1);
+    expect(delta('bp_http_request_duration_seconds_count', { method: 'GET', route, status_class: '2xx' })).toBe(3);
+    expect(after).not.toContain('cus_doesnotexist'); // templates, never paths
+    expect(delta('bp_admission_decisions_total', { outcome: 'unauthenticated' })).toBe(1);
+    expect(delta('bp_admission_decisions_total', { outcome: 'admitted' })).toBeGreaterThanOrEqual(7);
+    expect(delta('bp_idempotency_outcomes_total', { outcome: 'claimed' })).toBe(1);
+    expect(delta('bp_idempotency_outcomes_total', { outcome: 'replayed' })).toBe(1);
+    expect(delta('bp_workflow_starts_total', { workflow_type: 'paymentWorkflow' })).toBe(1);
+    expect(sample(after, 'bp_db_pool_connections', { pool: 'orm', state: 'total' })).toBeGreaterThan(0);
+    expect(after).toContain('bp_process_resident_memory_bytes');
+  });
+
+  it('answers only the same host, or the bearer of METRICS_TOKEN', async () => {
+    const api = await t.platform.startSecondApi();
+    try {
+      // The second API's config is its own copy only if it was built so; restore it either way.
+      api.deps.config.METRICS_TOKEN = 'scrape-token-0123456789';
+      expect((await fetch(`${api.url}/metrics`)).status).toBe(404);
+      expect((await fetch(`${api.url}/metrics`, { headers: { authorization: 'Bearer wrong-token-0123456789' } })).status).toBe(404);
+      const ok = await fetch(`${api.url}/metrics`, { headers: { authorization: 'Bearer scrape-token-0123456789' } });
+      expect(ok.status).toBe(200);
+      expect(await ok.text()).toContain('bp_http_requests_total');
+    } finally {
+      api.deps.config.METRICS_TOKEN = undefined;
+      await api.close();
+    }
+  });
+});
+
+describe('tracing', () => {
+  it('one request is one connected trace: HTTP, the Temporal client, the workflow, its activities and their SQL', async () => {
+    spanExporter.reset();
+    const res = await t.http('/v3/payments/process', { key: t.key, body: { amount: 2500, currency: 'USD', payment_method: cardBody('4242424242424242') } });
+    expect(res.status).toBe(201);
+    await waitForPayment(t.http, t.key, res.body.id, (p) => p.status === 'succeeded');
+    const server = await waitForSpan((s) => s.name === 'POST /v3/payments/process');
+    const traceId = server.spanContext().traceId;
+    await waitForSpan((s) => s.name === 'RunActivity:chargePayment' && s.spanContext().traceId === traceId);
+    await waitForSpan((s) => s.name.startsWith('RunWorkflow:paymentWorkflow') && s.spanContext().traceId === traceId);
+
+    const spans = spanExporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
+    const byId = new Map(spans.map((s) => [s.spanContext().spanId, s]));
+    // Every span of the trace leads up to the request's server span.
+    for (const span of spans) {
+      let at: ReadableSpan | undefined = span;
+      for (let hops = 0; at && at !== server && hops < 50; hops++) at = at.parentSpanId ? byId.get(at.parentSpanId) : undefined;
+      expect(at, `${span.name} is not connected to the request`).toBe(server);
+    }
+    const names = spans.map((s) => s.name);
+    expect(names).toContain('UpdateWithStartWorkflow:awaitPaymentOutcome');
+    expect(names).toContain('RunActivity:recordPayment');
+    expect(names.some((n) => n.startsWith('pg.query'))).toBe(true);
+    expect(server.attributes['http.route']).toBe('/v3/payments/process');
+    expect(server.attributes['http.response.status_code']).toBe(201);
+
+    // The access log line of that request carries the trace id beside the request id.
+    const logged = lines.map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.msg === 'request' && l.request_id === res.headers.get('request-id'));
+    expect(logged?.trace_id).toBe(traceId);
+  });
+
+  it('continues the caller\'s trace from a traceparent header', async () => {
+    spanExporter.reset();
+    const callerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const res = await t.http('/v3/customers', { key: t.key, headers: { traceparent: `00-${callerTrace}-00f067aa0ba902b7-01` } });
+    expect(res.status).toBe(200);
+    const server = await waitForSpan((s) => s.name === 'GET /v3/customers');
+    expect(server.spanContext().traceId).toBe(callerTrace);
+    expect(server.parentSpanId).toBe('00f067aa0ba902b7');
+  });
+});
+
+async function waitForSpan(match: (s: ReadableSpan) => boolean, timeoutMs = 20_000): Promise<ReadableSpan> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = spanExporter.getFinishedSpans().find(match);
+    if (found) return found;
+    if (Date.now() > deadline) throw new Error(`no such span; have: ${[...new Set(spanExporter.getFinishedSpans().map((s) => s.name))].join(', ')}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

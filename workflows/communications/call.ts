@@ -1,0 +1,175 @@
+import { allHandlersFinished, condition, proxyActivities, proxyLocalActivities, setHandler, log } from '@temporalio/workflow';
+import type { CommunicationsActivities } from '../../activities/communications/index.ts';
+import { REFUSALS, refuse } from '../kit/failures.ts';
+import { recordStatus } from '../kit/search-attributes.ts';
+import {
+  ACTIVE_CALL_STATUSES, CARRIER_STEPS, DB_STEPS, FALLBACK_OUTCOMES, awaitCallRecordedUpdate, callStateQuery, callStatusSignal,
+  hangupCallUpdate, statusRank, type CallStatusValue, type CallView, type CallWorkflowInput, type LegProgress, type StatusCallback,
+} from './shared.ts';
+
+const db = proxyActivities<CommunicationsActivities>(DB_STEPS);
+/**
+ * Writing the call is the step the API's request waits for: a local activity (run by the worker
+ * that runs the workflow task, no task-queue round trip), retried like the other database steps.
+ */
+const first = proxyLocalActivities<CommunicationsActivities>({ ...DB_STEPS, localRetryThreshold: '10 seconds' });
+const carrier = proxyActivities<CommunicationsActivities>(CARRIER_STEPS);
+
+/** Poll the carrier after this many call seconds without a callback (lost callbacks, a dead worker). */
+const SILENCE_SECONDS = 10;
+
+interface LegEnd extends LegProgress {
+  legId: string;
+}
+
+/**
+ * One call (`call-call_…`): record it, dial the primary leg and follow the carrier's status
+ * callbacks (signals, deduplicated by carrier id and sequence; a status never moves backwards),
+ * end ringing as `no_answer` after `ring_timeout`, dial the fallback number once when the primary
+ * leg was busy, unanswered or failed, then record the outcome (duration, cost, MOS) and the
+ * recording. When callbacks stop (lost, or the worker that received them died), the carrier is
+ * asked for the leg's state. The `hangupCall` update ends an active call.
+ */
+export async function callWorkflow(input: CallWorkflowInput): Promise<CallView> {
+  let view: CallView | undefined;
+  let rejected: ReturnType<typeof refuse> | undefined;
+  let status: CallStatusValue = 'queued';
+  let finished = false;
+  let hangupRequested = false;
+  let activeLeg: 'primary' | 'fallback' = 'primary';
+  let carrierCallId: string | null = null;
+  let secondMs = 1000;
+  const seen = new Set<string>();
+  const inbox: StatusCallback[] = [];
+  const counters = { callbacksSeen: 0, duplicatesIgnored: 0, staleIgnored: 0 };
+  const ref = { callId: input.callId, accountId: input.accountId, livemode: input.livemode, requestId: input.requestId };
+
+  const accept = (cb: StatusCallback): void => {
+    const key = `${cb.carrierCallId}:${cb.sequence}`;
+    if (seen.has(key)) {
+      counters.duplicatesIgnored++;
+      return;
+    }
+    seen.add(key);
+    counters.callbacksSeen++;
+    inbox.push(cb);
+  };
+
+  setHandler(awaitCallRecordedUpdate, async () => {
+    await condition(() => view !== undefined || rejected !== undefined);
+    if (rejected) throw rejected;
+    return view!;
+  });
+  setHandler(callStatusSignal, accept);
+  setHandler(callStateQuery, () => ({ callId: input.callId, status, activeLeg, carrierCallId, hangupRequested, secondMs, ...counters }));
+  setHandler(hangupCallUpdate, async (_request: { reason: string | null }) => {
+    hangupRequested = true;
+    await condition(() => finished);
+    return view!;
+  }, {
+    validator: (_request: { reason: string | null }) => {
+      if (!ACTIVE_CALL_STATUSES.includes(status) || finished) {
+        throw refuse(REFUSALS.invalidTransition, `the call is ${status}; only a queued, initiated, ringing or in-progress call can be hung up`, { current_state: status });
+      }
+    },
+  });
+
+  try {
+    const recorded = await first.recordCall(input);
+    view = recorded.view;
+    secondMs = recorded.secondMs;
+  } catch (err) {
+    rejected = refuse(REFUSALS.rejected, 'The call could not be recorded.', { cause: String(err) });
+    await condition(allHandlersFinished);
+    throw rejected;
+  }
+
+  const advance = async (legId: string, next: CallStatusValue, legStatus: { value: CallStatusValue }): Promise<void> => {
+    if (statusRank(next) <= statusRank(legStatus.value) || statusRank(next) >= 4) return;
+    legStatus.value = next;
+    if (statusRank(next) > statusRank(status)) {
+      status = next;
+      recordStatus(status);
+    }
+    view = await db.recordCallProgress({ ...ref, legId, status: next });
+  };
+
+  async function runLeg(role: 'primary' | 'fallback', legId: string, to: string): Promise<LegEnd> {
+    activeLeg = role;
+    const legStatus = { value: 'queued' as CallStatusValue };
+    let dialed: { carrierCallId: string };
+    try {
+      dialed = await carrier.dialLeg({ ...ref, legId, role, to, from: input.fromNumber, callerIdName: input.callerIdName, ringTimeout: input.ringTimeout, record: input.recordCall });
+    } catch (err) {
+      log.warn('dial failed for good', { callId: input.callId, legId, error: String(err) });
+      return { legId, status: 'failed', duration: 0, quality: [] };
+    }
+    carrierCallId = dialed.carrierCallId;
+    // Counted from when the carrier accepted the leg (not from before the dial, which may be retried).
+    const ringDeadline = Date.now() + input.ringTimeout * secondMs;
+    let lastHeard = Date.now();
+    const end = (state: LegProgress): LegEnd => ({ legId, ...state });
+
+    for (;;) {
+      if (hangupRequested) {
+        const state = await carrier.hangUpLeg({ carrierCallId: dialed.carrierCallId, livemode: input.livemode });
+        return end(state);
+      }
+      while (inbox.length) {
+        const cb = inbox.shift()!;
+        if (cb.carrierCallId !== dialed.carrierCallId) {
+          counters.staleIgnored++; // a late callback of an earlier leg
+          continue;
+        }
+        if (cb.event === 'completed') {
+          return end({ status: cb.callStatus ?? 'completed', duration: cb.duration ?? 0, quality: cb.quality ?? [] });
+        }
+        const next: CallStatusValue = cb.event === 'answered' ? 'in_progress' : cb.event;
+        if (statusRank(next) <= statusRank(legStatus.value)) counters.staleIgnored++;
+        await advance(legId, next, legStatus);
+      }
+      const answered = statusRank(legStatus.value) >= statusRank('in_progress');
+      if (!answered && Date.now() >= ringDeadline) {
+        // ring_timeout: stop ringing. If the carrier answered in the meantime the leg goes on as answered.
+        const state = await carrier.hangUpLeg({ carrierCallId: dialed.carrierCallId, livemode: input.livemode });
+        if (state.status === 'canceled') return end({ status: 'no_answer', duration: 0, quality: [] });
+        return end(state);
+      }
+      const pollAt = lastHeard + SILENCE_SECONDS * secondMs;
+      const wakeAt = answered ? pollAt : Math.min(pollAt, ringDeadline);
+      const heard = await condition(
+        () => hangupRequested || inbox.length > 0,
+        Math.max(1, wakeAt - Date.now()),
+      );
+      if (heard) {
+        lastHeard = Date.now();
+      } else if (Date.now() >= pollAt) {
+        const state = await carrier.fetchLeg({ carrierCallId: dialed.carrierCallId, livemode: input.livemode });
+        for (const cb of state.events) accept(cb);
+        lastHeard = Date.now();
+      }
+    }
+  }
+
+  const legs: LegEnd[] = [await runLeg('primary', input.primaryLegId, input.toNumber)];
+  if (FALLBACK_OUTCOMES.includes(legs[0]!.status) && input.fallbackNumber && !hangupRequested) {
+    legs.push(await runLeg('fallback', input.fallbackLegId, input.fallbackNumber));
+  }
+  const last = legs.at(-1)!;
+  const failure = last.status === 'failed' ? { code: 'carrier_error', message: 'The carrier could not complete the call.' }
+    : last.status === 'busy' ? { code: 'busy', message: 'The destination was busy.' }
+      : last.status === 'no_answer' ? { code: 'no_answer', message: `Nobody answered within ${input.ringTimeout} seconds.` }
+        : last.status === 'canceled' ? { code: 'canceled', message: 'The call was hung up before it was answered.' } : null;
+  view = await db.finishCall({
+    ...ref, legId: last.legId, status: last.status, duration: last.duration, quality: last.quality, failure,
+    legs: legs.map((l) => ({ legId: l.legId, status: l.status, duration: l.duration })),
+  });
+  status = view.status;
+  recordStatus(status);
+  if (input.recordCall && view.status === 'completed' && view.duration > 0) {
+    view = await carrier.collectRecording({ ...ref });
+  }
+  finished = true;
+  await condition(allHandlersFinished);
+  return view;
+}

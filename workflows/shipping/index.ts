@@ -1,0 +1,2 @@
+/** The shipping area's workflows. */
+export { shipmentWorkflow } from './shipment.ts';
