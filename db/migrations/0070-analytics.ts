@@ -91,7 +91,7 @@ export class Migration0070Analytics extends Migration {
       -- Revenue entries: money received, net of refunds. A paid invoice counts its amount_paid at
       -- paid_at (subscriptions); a succeeded payment that collected no invoice counts at its
       -- created_at (one_time; a marketplace split counts only its platform fee, and only once its
-      -- transfers completed); a succeeded refund subtracts at its created_at, in the stream of the
+      -- transfers completed; a split paid from the platform's balance received nothing); a succeeded refund subtracts at its created_at, in the stream of the
       -- payment it refunds (refunds of splits are the split's own compensation and are left out).
       create view analytics_revenue_entries as
         select i.account_id, i.livemode, i.paid_at as at, i.currency, 'subscriptions'::text as stream, 'invoice'::text as source,
@@ -104,6 +104,7 @@ export class Migration0070Analytics extends Migration {
           from payments p
          where p.status in ('succeeded', 'partially_refunded', 'refunded')
            and (p.kind = 'charge' or p.split_status = 'completed')
+           and p.funding = 'card'
            and not exists (select 1 from invoice_collection_attempts a where a.payment_id = p.id)
         union all
         select r.account_id, r.livemode, r.created_at, r.currency,
