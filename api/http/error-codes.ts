@@ -65,6 +65,10 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
   refund_failed: doc(422, 'Refund Failed', 'The gateway refused the refund.', 'Read `detail`; retry later or refund by another means.'),
   transfer_failed: doc(422, 'Transfer Failed', 'The gateway refused a marketplace transfer.', 'Check the connected account ids and amounts, then retry.'),
 
+  // Rewards
+  insufficient_points: doc(409, 'Conflict', 'The customer\'s available points (`points_balance`) do not cover the redemption, or a shortfall from reversed points (`shortfall_points`) blocks redemptions until earned back.', 'Redeem a cheaper reward, or award more points first.'),
+  reward_unavailable: doc(409, 'Conflict', 'The reward cannot be redeemed now: it is archived, expired or out of stock (`current_state`).', 'Redeem an active reward in stock (GET /v3/rewards/catalog).'),
+
   // Webhooks
   webhook_url_forbidden: doc(422, 'Validation Failed', 'The webhook URL points at a private, loopback or otherwise forbidden address.', 'Use a public HTTPS URL.'),
   webhook_endpoint_disabled: doc(409, 'Conflict', 'The webhook endpoint is disabled.', 'Enable the endpoint first.'),

@@ -59,6 +59,7 @@ const FACTORIES: Record<string, Factory> = {
     expect(res.status, res.text).toBe(200);
     return res.body.id;
   },
+  reward_id: async () => (await create(http, owner, '/v3/rewards/catalog', { name: 'Isolation reward', cost: 100 })).id,
   event_id: async (ids) => {
     const res = await http(`/v3/events?limit=100`, { key: owner });
     const event = res.body.data.find((e: { data: { object: { id: string } } }) => e.data.object.id === ids.payment_id);
