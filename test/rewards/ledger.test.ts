@@ -27,7 +27,12 @@ describe('awards, multipliers and tiers', () => {
       workflow_id: `loyalty-${customer}`, metadata: { campaign: 'spring' },
     });
     expect(first.id).toMatch(/^lgr_[0-9a-z]{26}$/);
-    await award(http, key, { customer_id: customer, points: 1000 });
+    const keyed = { key, headers: { 'Idempotency-Key': 'award-1000' }, body: { customer_id: customer, points: 1000, reason: 'test' } };
+    const once = await http('/v3/rewards/points/award', keyed);
+    const twice = await http('/v3/rewards/points/award', keyed);
+    expect(once.status, once.text).toBe(201);
+    expect(twice.headers.get('idempotent-replayed')).toBe('true');
+    expect(twice.body).toEqual(once.body);
     // 1150 in the year: silver (threshold 1000), multiplier 1.25 from now on.
     const silver = await award(http, key, { customer_id: customer, points: 100, multiplier: 2 });
     expect(silver).toMatchObject({ tier: 'silver', tier_multiplier: 1.25, credited_points: 250 });

@@ -19,8 +19,8 @@ const RETRY_DUE_MS = 60_000;
  * One customer's loyalty account over time (`loyalty-cus_…`): the durable timers of its grants
  * (pending points become available when the return window closes, remaining points expire) and
  * of its tier's anniversary review. The ledger lives in PostgreSQL; this workflow decides when.
- * Awards, reversals, adjustments and tier re-evaluations arrive as updates and run one at a time
- * (their activity answers with the next due time). On a sandbox program's test clock the
+ * Awards, reversals, adjustments and tier re-evaluations arrive as updates (their activity
+ * answers with the next due time); timed work runs one batch at a time behind a lock. On a sandbox program's test clock the
  * workflow sets no timers: it runs what is due when the clock is advanced (an update that answers
  * once everything due up to the new time has run, each change at its own due time).
  */
@@ -37,8 +37,12 @@ export async function loyaltyWorkflow(input: LoyaltyWorkflowInput): Promise<void
   const adoptClock = (clock: number | null) => {
     if (clock !== null && (clockNow === null || clock > clockNow)) clockNow = clock;
   };
-  const setDue = (due: number | null) => {
-    nextDue = due;
+  const earliest = (a: number | null, b: number | null) => (a === null ? b : b === null ? a : Math.min(a, b));
+  /** Due times learned while a timed batch ran (its own answer may predate them). */
+  let learnedDuringRun: number | null = null;
+  const learnDue = (due: number | null) => {
+    nextDue = earliest(nextDue, due);
+    learnedDuringRun = earliest(learnedDuringRun, due);
     woken = true;
   };
   const progress = (): LoyaltyProgress => ({ clockNow, nextDueAt: nextDue, processed, caughtUpTo });
@@ -46,47 +50,44 @@ export async function loyaltyWorkflow(input: LoyaltyWorkflowInput): Promise<void
   const runDue = async () => {
     const t = now();
     while (nextDue !== null && nextDue <= t) {
+      learnedDuringRun = null;
       const r = await acts.processDue({ ...ref, now: t });
       processed += r.processed;
-      nextDue = r.nextDueAt;
+      nextDue = earliest(r.nextDueAt, learnedDuringRun);
       if (r.processed === 0) break;
     }
     caughtUpTo = t;
   };
 
   setHandler(loyaltyProgressQuery, progress);
-  setExclusiveUpdateHandler(lock, awardPointsUpdate, {
-    handle: async (req) => {
-      adoptClock(req.clockNow);
-      const r = await acts.recordAward({ ...ref, ...req });
-      setDue(r.nextDueAt);
-      return { grant: r.grant, duplicate: r.duplicate };
-    },
+  // Changes of the ledger run side by side: PostgreSQL serializes them on the customer's account
+  // row. Each answers with the next due time as it saw it; the earliest is kept (one that is
+  // stale by then only makes the loop look again and learn the right one).
+  setHandler(awardPointsUpdate, async (req) => {
+    adoptClock(req.clockNow);
+    const r = await acts.recordAward({ ...ref, ...req });
+    learnDue(r.nextDueAt);
+    return { grant: r.grant, duplicate: r.duplicate };
   });
-  setExclusiveUpdateHandler(lock, reversePointsUpdate, {
-    handle: async (req) => {
-      adoptClock(req.clockNow);
-      const r = await acts.reversePoints({ ...ref, ...req });
-      setDue(r.nextDueAt);
-      return r.entries;
-    },
+  setHandler(reversePointsUpdate, async (req) => {
+    adoptClock(req.clockNow);
+    const r = await acts.reversePoints({ ...ref, ...req });
+    learnDue(r.nextDueAt);
+    return r.entries;
   });
-  setExclusiveUpdateHandler(lock, adjustPointsUpdate, {
-    handle: async (req) => {
-      adoptClock(req.clockNow);
-      const r = await acts.adjustPoints({ ...ref, ...req });
-      setDue(r.nextDueAt);
-      return r.entry;
-    },
+  setHandler(adjustPointsUpdate, async (req) => {
+    adoptClock(req.clockNow);
+    const r = await acts.adjustPoints({ ...ref, ...req });
+    learnDue(r.nextDueAt);
+    return r.entry;
   });
-  setExclusiveUpdateHandler(lock, reevaluateTierUpdate, {
-    handle: async (req) => {
-      adoptClock(req.clockNow);
-      const r = await acts.reevaluateTier({ ...ref, at: req.at });
-      setDue(r.nextDueAt);
-      return r.change;
-    },
+  setHandler(reevaluateTierUpdate, async (req) => {
+    adoptClock(req.clockNow);
+    const r = await acts.reevaluateTier({ ...ref, at: req.at });
+    learnDue(r.nextDueAt);
+    return r.change;
   });
+  // Timed work runs one batch at a time (the main loop and clock advances share the lock).
   setExclusiveUpdateHandler(lock, advanceClockUpdate, {
     handle: async ({ now: to }) => {
       adoptClock(to);
