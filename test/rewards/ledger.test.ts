@@ -141,7 +141,7 @@ describe('orders earn and refunds reverse (event consumers)', () => {
     await expectLedgerExplainsBalance(platform, customer);
   });
 
-  it('reverses a refund from the available points; what was spent becomes a shortfall that blocks redemptions until earned back', async () => {
+  it('reverses refunds by the share refunded: from the available points, and what was spent becomes a shortfall that blocks redemptions until earned back', async () => {
     const { key, customer } = await freshAccount(platform, http);
     await setClock(http, key, '2025-01-01T00:00:00Z');
     const shop = { ...(await openShop(http, key)), customerId: customer };
@@ -152,26 +152,32 @@ describe('orders earn and refunds reverse (event consumers)', () => {
     await eventually(async () => (await balance(http, key, customer)).pending_points === 129, 20_000, 'the order\'s points');
     await setClock(http, key, '2025-01-16T00:00:00Z');
     expect(await balance(http, key, customer)).toMatchObject({ points_balance: 129, pending_points: 0 });
-    const reward = await newReward(http, key, { cost: 100, name: 'Free coffee' });
-    expect((await redeem(http, key, customer, reward)).status).toBe(201);
+    // A quarter refunded: floor(129 × 3225 / 12900) = 32 points reversed from the order's own grant, nothing spent yet.
+    const partial = await http(`/v3/payments/${paid.body.id}/refunds`, { key, body: { amount: 3225 } });
+    expect(partial.status, partial.text).toBe(201);
+    await eventually(async () => (await balance(http, key, customer)).points_balance === 97, 20_000, 'the partial reversal');
+    expect(await balance(http, key, customer)).toMatchObject({ points_balance: 97, shortfall_points: 0, lifetime_points: 97 });
 
+    const reward = await newReward(http, key, { cost: 90, name: 'Free coffee' });
+    expect((await redeem(http, key, customer, reward)).status).toBe(201);
+    // The rest refunded: 97 more to reverse, 7 left on the grant, 90 already spent: a shortfall of 90.
     const refund = await http(`/v3/payments/${paid.body.id}/refunds`, { key, body: {} });
     expect(refund.status, refund.text).toBe(201);
     const after = await eventually(async () => {
       const b = await balance(http, key, customer);
       return b.shortfall_points > 0 && b;
     }, 20_000, 'the reversal');
-    expect(after).toMatchObject({ points_balance: 0, shortfall_points: 100, lifetime_points: 0, available_rewards: [] });
-    const blocked = await redeem(http, key, customer, { id: reward.id, cost: 100 });
+    expect(after).toMatchObject({ points_balance: 0, shortfall_points: 90, lifetime_points: 0, available_rewards: [] });
+    const blocked = await redeem(http, key, customer, { id: reward.id, cost: 90 });
     expect(blocked.status).toBe(409);
-    expect(blocked.body).toMatchObject({ code: 'insufficient_points', points_balance: 0, shortfall_points: 100 });
-    expect(blocked.body.detail).toContain('100 reversed points');
+    expect(blocked.body).toMatchObject({ code: 'insufficient_points', points_balance: 0, shortfall_points: 90 });
+    expect(blocked.body.detail).toContain('90 reversed points');
     const reversed = await events('rewards.points.reversed', customer);
-    expect(reversed).toEqual([expect.objectContaining({ points_change: -29, shortfall_change: 100, reason: 'payment_refunded' })]);
+    expect(reversed.map((e) => [e.points_change, e.shortfall_change, e.reason])).toEqual([[-32, 0, 'payment_refunded'], [-7, 90, 'payment_refunded']]);
 
     // Earned back: the next points pay the shortfall first.
     await award(http, key, { customer_id: customer, points: 150 });
-    expect(await balance(http, key, customer)).toMatchObject({ points_balance: 50, shortfall_points: 0 });
+    expect(await balance(http, key, customer)).toMatchObject({ points_balance: 60, shortfall_points: 0 });
     await expectLedgerExplainsBalance(platform, customer);
   });
 });
