@@ -665,36 +665,68 @@ export async function redeem(pool: Pool, scope: Scope, input: RedeemInput): Prom
   try {
     return await inTransaction(pool, async (db) => {
       const day = input.at.toISOString().slice(0, 10);
-      const reward = await db.query(
-        `update loyalty_rewards set stock_remaining = stock_remaining - 1, redeemed_count = redeemed_count + 1, updated_at = now()
-          where id = $1 and account_id = $2 and livemode = $3 and status = 'active' and (expires is null or expires >= $4::date)
-            and (stock_remaining is null or stock_remaining > 0)
-          returning id`,
-        [input.rewardId, scope.accountId, scope.livemode, day]);
-      if (!reward.rows[0]) throw await rewardUnavailable(db, scope, input.rewardId, day);
-      const { rows } = await db.query<{ points_balance: string; pending_points: string; shortfall_points: string }>(
-        `update loyalty_accounts set points_balance = points_balance - $4, updated_at = now()
-          where id = $1 and account_id = $2 and livemode = $3 and points_balance >= $4 and shortfall_points = 0
-          returning points_balance, pending_points, shortfall_points`,
-        [input.customerId, scope.accountId, scope.livemode, input.cost]);
-      if (!rows[0]) {
+      // 1. The reward's stock, then the customer's balance: each a conditional UPDATE that PostgreSQL
+      //    re-checks on the row's latest version after waiting for its lock.
+      const { rows: [held] } = await db.query<{ reward_ok: boolean; points_balance: string | null; pending_points: string | null; shortfall_points: string | null }>(
+        `with r as (
+           update loyalty_rewards set stock_remaining = stock_remaining - 1, redeemed_count = redeemed_count + 1, updated_at = now()
+            where id = $1 and account_id = $2 and livemode = $3 and status = 'active' and (expires is null or expires >= $4::date)
+              and (stock_remaining is null or stock_remaining > 0)
+           returning id
+         ), a as (
+           update loyalty_accounts set points_balance = points_balance - $6, updated_at = now()
+            where id = $5 and account_id = $2 and livemode = $3 and points_balance >= $6 and shortfall_points = 0 and exists (select 1 from r)
+           returning points_balance, pending_points, shortfall_points
+         )
+         select exists (select 1 from r) as reward_ok, a.points_balance, a.pending_points, a.shortfall_points from (select 1) one left join a on true`,
+        [input.rewardId, scope.accountId, scope.livemode, day, input.customerId, input.cost]);
+      if (!held!.reward_ok) throw await rewardUnavailable(db, scope, input.rewardId, day);
+      if (held!.points_balance === null) {
         const { rows: acct } = await db.query<{ points_balance: string; shortfall_points: string }>(
           'select points_balance, shortfall_points from loyalty_accounts where id = $1 and account_id = $2 and livemode = $3',
           [input.customerId, scope.accountId, scope.livemode]);
         throw insufficientPoints(Number(acct[0]?.points_balance ?? 0), input.cost, Number(acct[0]?.shortfall_points ?? 0));
       }
-      const taken = await spendGrants(db, scope, input.customerId, input.cost);
-      if (taken.reduce((s, a) => s + a.points, 0) !== input.cost) throw new Error(`ledger out of balance for ${input.customerId}: grants do not cover the balance`);
-      const { rows: redemption } = await db.query<RedemptionRow>(
-        `insert into loyalty_redemptions (id, account_id, livemode, customer_id, reward_id, points_used, code, balance_after, request_idempotency_key, metadata, created_at)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) returning *`,
-        [input.redemptionId, scope.accountId, scope.livemode, input.customerId, input.rewardId, input.cost, redemptionCode(), rows[0].points_balance,
-          input.requestIdempotencyKey, JSON.stringify(input.metadata), input.at]);
-      await insertEntry(db, scope, input.customerId, {
-        type: 'redemption', points: -input.cost, redemptionId: input.redemptionId, reason: `reward ${input.rewardId}`, at: input.at, allocations: taken,
-      }, rows[0]);
-      const view = redemptionView(redemption[0]!, scope);
-      await recordOutboxEvent(db, scope, 'rewards.redeemed', view, input.customerId, input.requestId);
+      // 2. With the account locked, a new statement (a fresh snapshot): spend the grants, earliest
+      //    expiry first, and write the redemption, its ledger entry and its event.
+      const view: RedemptionView = {
+        id: input.redemptionId, object: 'loyalty_redemption', livemode: scope.livemode, customer_id: input.customerId, reward_id: input.rewardId,
+        points_used: input.cost, code: redemptionCode(), balance_after: Number(held!.points_balance), metadata: input.metadata,
+        created_at: input.at.toISOString(),
+      };
+      const { rows: [done] } = await db.query<{ spent: string }>(
+        `with ordered as (
+           select id, remaining_points, sum(remaining_points) over (order by expires_at asc nulls last, awarded_at, id) as running
+             from loyalty_grants
+            where account_id = $1 and livemode = $2 and customer_id = $3 and status = 'available' and remaining_points > 0
+         ), take as (
+           select id, least(remaining_points, $4::bigint - (running - remaining_points)) as taken from ordered where running - remaining_points < $4::bigint
+         ), spent as (
+           update loyalty_grants g set remaining_points = g.remaining_points - t.taken,
+                  status = case when g.remaining_points - t.taken = 0 then 'spent' else g.status end
+             from take t where g.id = t.id
+           returning g.id, t.taken
+         ), redemption as (
+           insert into loyalty_redemptions (id, account_id, livemode, customer_id, reward_id, points_used, code, balance_after, request_idempotency_key, metadata, created_at)
+           values ($5, $1, $2, $3, $6, $4, $7, $8, $9, $10, $11)
+           returning id
+         ), entry as (
+           insert into loyalty_ledger_entries (id, account_id, livemode, customer_id, type, points_change, pending_change, shortfall_change,
+             balance_after, pending_after, shortfall_after, redemption_id, reason, allocations, effective_at)
+           select $12, $1, $2, $3, 'redemption', -$4::bigint, 0, 0, $8, $13, $14, r.id, $15,
+                  coalesce((select jsonb_agg(jsonb_build_object('grant_id', id, 'points', taken) order by id) from spent), '[]'::jsonb), $11
+             from redemption r
+           returning id
+         ), event as (
+           insert into events (id, account_id, livemode, type, data, customer_id, request_id, dispatched_at, synthetic, created_at)
+           select $16, $1, $2, 'rewards.redeemed', $17, $3, $18, null, false, now() from entry
+           returning id
+         )
+         select coalesce((select sum(taken) from spent), 0) as spent, (select count(*) from event) as events`,
+        [scope.accountId, scope.livemode, input.customerId, input.cost, input.redemptionId, input.rewardId, view.code, view.balance_after,
+          input.requestIdempotencyKey, JSON.stringify(input.metadata), input.at, rewardsId('entry'), held!.pending_points, held!.shortfall_points,
+          `reward ${input.rewardId}`, newId('event'), JSON.stringify({ object: view }), input.requestId]);
+      if (Number(done!.spent) !== input.cost) throw new Error(`ledger out of balance for ${input.customerId}: grants do not cover the balance`);
       return view;
     });
   } catch (err) {

@@ -12,7 +12,7 @@ import {
 import { checkCustomers } from '../customers/public.ts';
 import { exponent } from '../money.ts';
 import type { Scope } from '../scope.ts';
-import { affordableRewards, findReward } from './catalog.ts';
+import { affordableRewards } from './catalog.ts';
 import { withPrefix } from './ids.ts';
 import { earnedInYear, entryView, inTransaction, redeem, type RedeemInput } from './ledger.ts';
 import { loadProgram, programNow, setProgramClock } from './program.ts';
@@ -94,23 +94,34 @@ export async function awardPoints(
 
 /** POST /v3/rewards/redeem: `points_used` must be the reward's cost. */
 export async function redeemReward(
-  pool: Pool, em: EntityManager, scope: Scope,
+  pool: Pool, scope: Scope,
   body: { customer_id: string; reward_id: string; points_used: number; metadata?: Record<string, string> | undefined },
   ids: { redemptionId: string; requestIdempotencyKey: string | null; requestId: string | null },
 ): Promise<RedemptionView> {
-  await requireCustomer(em, body.customer_id, 'customer_id');
-  const reward = await findReward(pool, scope, body.reward_id);
-  if (!reward) {
+  // One round trip for the checks: the customer, the reward's cost and the program's clock.
+  const { rows: [found] } = await pool.query<{ customer: boolean; cost: string | null; clock: Date | string | null }>(
+    `select exists (select 1 from customers where id = $1 and account_id = $3 and livemode = $4) as customer,
+            (select cost from loyalty_rewards where id = $2 and account_id = $3 and livemode = $4) as cost,
+            (select test_clock_time from loyalty_programs where account_id = $3 and livemode = $4) as clock`,
+    [body.customer_id, body.reward_id, scope.accountId, scope.livemode]);
+  if (!found!.customer) {
+    const err = notFound('customer', body.customer_id);
+    throw new ApiError({ ...err, errors: [{ path: 'customer_id', message: `no customer with id '${body.customer_id}' exists in this account and mode` }] });
+  }
+  if (found!.cost === null) {
     const err = notFound('reward', body.reward_id);
-    throw new ApiError({ status: 404, code: err.code, title: err.title, detail: err.detail, suggestion: 'List the catalog (GET /v3/rewards/catalog) for the rewards of this account and mode.', errors: [{ path: 'reward_id', message: `no reward with id '${body.reward_id}' exists in this account and mode` }] });
+    throw new ApiError({
+      ...err, suggestion: 'List the catalog (GET /v3/rewards/catalog) for the rewards of this account and mode.',
+      errors: [{ path: 'reward_id', message: `no reward with id '${body.reward_id}' exists in this account and mode` }],
+    });
   }
-  if (body.points_used !== reward.cost) {
-    throw validationFailed([{ path: 'points_used', message: `must equal the reward's cost: ${reward.cost} points` }], `Reward ${reward.id} costs ${reward.cost} points; points_used was ${body.points_used}.`);
+  const cost = Number(found!.cost);
+  if (body.points_used !== cost) {
+    throw validationFailed([{ path: 'points_used', message: `must equal the reward's cost: ${cost} points` }], `Reward ${body.reward_id} costs ${cost} points; points_used was ${body.points_used}.`);
   }
-  const program = await loadProgram(pool, scope);
   const input: RedeemInput = {
-    redemptionId: ids.redemptionId, customerId: body.customer_id, rewardId: reward.id, cost: reward.cost, metadata: body.metadata ?? {},
-    requestIdempotencyKey: ids.requestIdempotencyKey, requestId: ids.requestId, at: programNow(program),
+    redemptionId: ids.redemptionId, customerId: body.customer_id, rewardId: body.reward_id, cost, metadata: body.metadata ?? {},
+    requestIdempotencyKey: ids.requestIdempotencyKey, requestId: ids.requestId, at: found!.clock ? toDate(found!.clock) : new Date(),
   };
   return redeem(pool, scope, input);
 }

@@ -169,8 +169,8 @@ export const rewardsRoutes: RouteSpec<any, any, any>[] = [
       404: { description: 'No such customer or reward in this account and mode (`errors` names the field)' },
       409: { description: 'insufficient_points (with points_balance), or reward_unavailable (archived, expired, out of stock)' },
     },
-    async handler({ deps, em, auth, body, req, requestId, resourceId }) {
-      const redemption = await redeemReward(await nativePool(deps.orm), em(), auth, body, {
+    async handler({ deps, auth, body, req, requestId, resourceId }) {
+      const redemption = await redeemReward(await nativePool(deps.orm), auth, body, {
         redemptionId: withPrefix('redemption', await resourceId('event')), requestIdempotencyKey: requestKey(req), requestId,
       });
       return { body: redemption };
