@@ -5,7 +5,7 @@ import { newId } from '../../platform/ids.ts';
 import { loyaltyWorkflowId } from '../../workflows/rewards/shared.ts';
 import type { EventType } from '../events/catalog.ts';
 import type { Scope } from '../scope.ts';
-import { rewardsId } from './ids.ts';
+import { rewardsId, withPrefix } from './ids.ts';
 import { loadProgram, type Program } from './program.ts';
 import {
   addDays, addMonths, creditedPoints, toDate, proportionalPoints, sortedTiers, tierFor, tierIndex, tierNamed,
@@ -100,6 +100,8 @@ export function entryView(r: EntryRow, scope: Scope): LedgerEntryView {
 }
 
 interface Change {
+  /** A deterministic id when a retried step must find its entry (default: a new id). */
+  entryId?: string;
   type: LedgerEntryView['type'];
   points?: number;
   pending?: number;
@@ -133,7 +135,7 @@ async function insertEntry(
     `insert into loyalty_ledger_entries (id, account_id, livemode, customer_id, type, points_change, pending_change, shortfall_change,
        balance_after, pending_after, shortfall_after, grant_id, redemption_id, order_id, reason, operator, allocations, effective_at)
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) returning *`,
-    [rewardsId('entry'), scope.accountId, scope.livemode, customerId, c.type, c.points ?? 0, c.pending ?? 0, c.shortfall ?? 0,
+    [c.entryId ?? rewardsId('entry'), scope.accountId, scope.livemode, customerId, c.type, c.points ?? 0, c.pending ?? 0, c.shortfall ?? 0,
       after.points_balance, after.pending_points, after.shortfall_points, c.grantId ?? null, c.redemptionId ?? null, c.orderId ?? null,
       c.reason ?? null, c.operator ?? null, JSON.stringify(c.allocations ?? []), c.at],
   );
@@ -363,9 +365,11 @@ async function liftTier(db: Db, scope: Scope, customerId: string, program: Progr
  * at most `max_tiers_down` tiers; one who still qualifies keeps it until the next anniversary.
  */
 async function reviewTier(db: Db, scope: Scope, customerId: string, program: Program, at: Date, forced: boolean): Promise<TierChangeView | null> {
-  const { rows } = await db.query<{ tier: string; tier_review_at: Date | null }>(
-    'select tier, tier_review_at from loyalty_accounts where id = $1 and account_id = $2 and livemode = $3', [customerId, scope.accountId, scope.livemode]);
+  const { rows } = await db.query<{ tier: string; tier_review_at: Date | null; tier_reached_at: Date | string }>(
+    'select tier, tier_review_at, tier_reached_at from loyalty_accounts where id = $1 and account_id = $2 and livemode = $3', [customerId, scope.accountId, scope.livemode]);
   const account = rows[0]!;
+  // An operator's re-evaluation retried after its first attempt committed: the tier changed at this very time already.
+  if (forced && toDate(account.tier_reached_at).getTime() >= at.getTime()) return null;
   const tiers = sortedTiers(program.tiers);
   const current = tierNamed(tiers, account.tier);
   const earned = await earnedInYear(db, scope, customerId, at);
@@ -569,15 +573,19 @@ export async function adjustPoints(pool: Pool, input: AdjustmentInput): Promise<
       [scope.accountId, scope.livemode, result.grant.id]);
     return { entry: entryView(rows[0]!, scope), nextDueAt: result.nextDueAt };
   }
+  const entryId = withPrefix('entry', input.adjustmentId);
   return inTransaction(pool, async (db) => {
     const program = await loadProgram(db, scope);
     const at = new Date(input.at);
     const account = await lockAccount(db, scope, input.customerId, program, at);
+    // A retried step whose first attempt committed finds its entry instead of taking the points twice.
+    const { rows: done } = await db.query<EntryRow>('select * from loyalty_ledger_entries where id = $1', [entryId]);
+    if (done[0]) return { entry: entryView(done[0], scope), nextDueAt: await nextDueAt(db, scope, input.customerId) };
     const want = -input.points;
     if (Number(account.points_balance) < want) throw insufficientPoints(Number(account.points_balance), want, Number(account.shortfall_points));
     const taken = await spendGrants(db, scope, input.customerId, want);
     const entry = await applyChange(db, scope, input.customerId, {
-      type: 'adjustment', points: -want, lifetime: -want, reason: input.reason, operator: input.operator, at, allocations: taken,
+      entryId, type: 'adjustment', points: -want, lifetime: -want, reason: input.reason, operator: input.operator, at, allocations: taken,
     });
     return { entry, nextDueAt: await nextDueAt(db, scope, input.customerId) };
   });

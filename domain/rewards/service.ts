@@ -14,9 +14,9 @@ import { exponent } from '../money.ts';
 import type { Scope } from '../scope.ts';
 import { affordableRewards } from './catalog.ts';
 import { withPrefix } from './ids.ts';
-import { earnedInYear, entryView, inTransaction, redeem, type RedeemInput } from './ledger.ts';
+import { earnedInYear, entryView, redeem, type RedeemInput } from './ledger.ts';
 import { loadProgram, programNow, setProgramClock } from './program.ts';
-import { orderPoints, sortedTiers, tierFor, tierIndex, tierNamed, toDate } from './points.ts';
+import { orderPoints, sortedTiers, tierIndex, tierNamed, toDate } from './points.ts';
 import type { BalanceView, LedgerEntryView, RedemptionView, TestClockView } from './schemas.ts';
 
 /**
@@ -219,15 +219,5 @@ export async function applyOrderEvent(pool: Pool, temporal: LoyaltyTemporal, inp
     share: input.amountRefunded === null ? 'all' : { part: input.amountRefunded, whole: input.amount },
     reason: input.reason, at: now.getTime(), requestId: input.requestId, clockNow,
   }]);
-  return `reversed ${entries.reduce((s, e) => s - e.points_change - e.pending_change + e.shortfall_change, 0)} points in ${entries.length} entries`;
+  return entries.length ? `reversed in ${entries.map((e) => e.id).join(', ')}` : 'nothing more to reverse';
 }
-
-/** Tier helpers the admin API shows. */
-export async function tierStatus(pool: Pool, scope: Scope, customerId: string) {
-  const program = await loadProgram(pool, scope);
-  const now = programNow(program);
-  const earned = await earnedInYear(pool, scope, customerId, now);
-  return { earned_12m: earned, qualifies_for: tierFor(program.tiers, earned).name };
-}
-
-export { inTransaction };
