@@ -7,6 +7,7 @@ import { erpArea } from './erp/area.ts';
 import { paymentsArea } from './payments/area.ts';
 import { platformArea } from './platform/area.ts';
 import { shippingArea } from './shipping/area.ts';
+import { rewardsArea } from './rewards/area.ts';
 import { webhooksArea } from './webhooks/area.ts';
 
 /**
@@ -24,6 +25,7 @@ export const AREAS = [
   crmArea,
   shippingArea,
   erpArea,
+  rewardsArea,
   webhooksArea,
   communicationsArea,
 ] as const;

@@ -85,6 +85,9 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
   three_way_match_failed: doc(422, 'Unprocessable Content', 'The vendor bill differs from the received value of the order by more than the match tolerance.', 'Check the bill against the receipts; get a corrected bill or record the missing receipt.'),
   no_test_clock: doc(409, 'Conflict', 'The purchase order runs on real time; it has no test clock to advance.', 'Create the order in test mode with test_clock_time.'),
   vendor_rejected: doc(422, 'Vendor Rejected', 'The vendor refused the purchase order.', 'Choose another vendor, or contact this one.'),
+  // Rewards
+  insufficient_points: doc(409, 'Conflict', 'The customer\'s available points (`points_balance`) do not cover the redemption, or a shortfall from reversed points (`shortfall_points`) blocks redemptions until earned back.', 'Redeem a cheaper reward, or award more points first.'),
+  reward_unavailable: doc(409, 'Conflict', 'The reward cannot be redeemed now: it is archived, expired or out of stock (`current_state`).', 'Redeem an active reward in stock (GET /v3/rewards/catalog).'),
 
   // Webhooks
   webhook_url_forbidden: doc(422, 'Validation Failed', 'The webhook URL points at a private, loopback or otherwise forbidden address.', 'Use a public HTTPS URL.'),

@@ -78,6 +78,7 @@ const FACTORIES: Record<string, Factory> = {
   procurement_order_id: async (ids) => (await create(http, owner, '/v3/procurement/orders', {
     vendor_id: ids.vendor_id, approval_required: true, items: [{ description: 'Iso', quantity: 1, unit_price: 5, currency: 'USD' }],
   })).id,
+  reward_id: async () => (await create(http, owner, '/v3/rewards/catalog', { name: 'Isolation reward', cost: 100 })).id,
   event_id: async (ids) => {
     const res = await http(`/v3/events?limit=100`, { key: owner });
     const event = res.body.data.find((e: { data: { object: { id: string } } }) => e.data.object.id === ids.payment_id);
