@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { type MikroORM } from '../db/orm.ts';
 import { nativePool } from '../db/pool.ts';
 import { holdInstanceLock } from '../domain/idempotency/liveness.ts';
-import { buildServices, eventCatalog, permissionScopes } from '../domain/registry.ts';
+import { buildServices, eventCatalog, httpServerAttachments, permissionScopes } from '../domain/registry.ts';
 import { RequestLogBuffer } from '../domain/requests/log-buffer.ts';
 import type { Config } from '../platform/config.ts';
 import type { AreaServices } from '../platform/services.ts';
@@ -46,6 +46,7 @@ export async function startApiServer(opts: {
     const s = app.listen(opts.port, opts.host, () => resolve(s));
     s.once('error', reject);
   });
+  const attached = httpServerAttachments.map((attach) => attach(server, deps));
   server.keepAliveTimeout = 65_000;
   server.requestTimeout = 30_000;
   const { port } = server.address() as AddressInfo;
@@ -54,6 +55,7 @@ export async function startApiServer(opts: {
     url: `http://${host}:${port}`,
     deps,
     async close() {
+      await Promise.all(attached.map((a) => a.close()));
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();

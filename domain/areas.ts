@@ -4,6 +4,7 @@ import { crmArea } from './crm/area.ts';
 import { customersArea } from './customers/area.ts';
 import { paymentsArea } from './payments/area.ts';
 import { platformArea } from './platform/area.ts';
+import { warehousesArea } from './warehouses/area.ts';
 import { webhooksArea } from './webhooks/area.ts';
 
 /**
@@ -19,5 +20,6 @@ export const AREAS = [
   billingArea,
   commerceArea,
   crmArea,
+  warehousesArea,
   webhooksArea,
 ] as const;

@@ -32,6 +32,10 @@ export const ID_PREFIX = {
   testClock: 'clock',
   usageRecord: 'ur',
   taxRate: 'txr',
+  pickList: 'pick',
+  warehouseTransfer: 'wtr',
+  transferReceipt: 'wrc',
+  cycleCount: 'cc',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;
