@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { Context } from '@temporalio/activity';
 import {
   approveCycleCountRow, closeCycleCountRow, createCycleCountRow, markCycleCountOverdue, recordCountLines,
 } from '../../domain/warehouses/cycle-counts.ts';
@@ -20,7 +21,7 @@ const scopeOf = (r: { accountId: string; livemode: boolean }): Scope => ({ accou
  */
 export function createWarehouseActivities({ orm }: { orm: MikroORM }) {
   const em = (r: { accountId: string; livemode: boolean }) => scopedEm(orm, scopeOf(r));
-  return {
+  return withHeartbeats({
     async createTransfer(draft: TransferDraft): Promise<TransferView> {
       return createTransferRow(em(draft), scopeOf(draft), draft);
     },
@@ -51,7 +52,25 @@ export function createWarehouseActivities({ orm }: { orm: MikroORM }) {
     async markCycleCountOverdue(ref: CycleCountRef): Promise<CycleCountView> {
       return markCycleCountOverdue(em(ref), scopeOf(ref), ref.countId);
     },
-  };
+  });
+}
+
+/** Each activity heartbeats every second while it runs (see DB_STEPS). */
+function withHeartbeats<T extends Record<string, (arg: never) => Promise<unknown>>>(activities: T): T {
+  const wrapped: Record<string, (arg: never) => Promise<unknown>> = {};
+  for (const [name, fn] of Object.entries(activities)) {
+    wrapped[name] = async (arg) => {
+      const ctx = Context.current();
+      const timer = setInterval(() => ctx.heartbeat(), 1000);
+      try {
+        ctx.heartbeat();
+        return await fn(arg);
+      } finally {
+        clearInterval(timer);
+      }
+    };
+  }
+  return wrapped as T;
 }
 
 export type WarehouseActivities = ReturnType<typeof createWarehouseActivities>;

@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { adminRouter } from '../../api/admin/router.ts';
+import { createCallerFactory, createContextInner } from '../../api/admin/trpc.ts';
+import { permissionScopes } from '../../domain/registry.ts';
 import { recordStockMovement } from '../../domain/warehouses/public.ts';
 import { scopedEm } from '../../domain/scope.ts';
 import type { TestPlatform } from '../support/platform.ts';
@@ -303,5 +306,38 @@ describe('cycle counts (workflow cycle-count-<id>)', () => {
     const cancelled = await http(`/v3/warehouses/cycle-counts/${res.body.id}/cancel`, { key, body: { reason: 'wrong day' } });
     expect(cancelled.body.status).toBe('cancelled');
     expect((await http('/v3/warehouses/cycle-counts/cc_nope', { key })).status).toBe(404);
+  });
+});
+
+describe('operations (admin tRPC)', () => {
+  it('finds a transfer and a count, reads their live state, and steers them with the operator and reason recorded', async () => {
+    const admin = createCallerFactory(adminRouter)(createContextInner({ orm: platform.orm, permissionScopes, temporal: platform.temporal, adminToken: 't', presentedToken: 't' }));
+    await stockedProduct(http, key, shop, 'OPS-1', 0);
+    await stock(http, key, shop.warehouseId, 'OPS-1', 10);
+    const t = (await http('/v3/warehouses/transfer', { key, method: 'PUT', body: { from_warehouse: shop.warehouseId, to_warehouse: second, items: [{ sku: 'OPS-1', quantity: 4 }], reference: 'OPS-T' } })).body;
+    const c = (await http('/v3/warehouses/cycle-count', { key, body: { warehouse_id: shop.warehouseId, count_type: 'partial', skus: ['OPS-1'] } })).body;
+    const ref = { accountId, livemode: false };
+
+    const seen = await admin.warehouses.inspect({ ...ref, id: t.id });
+    expect(seen).toMatchObject({ resource: { id: t.id, status: 'reserved' }, state: { status: 'reserved', items: [{ sku: 'OPS-1', quantity: 4, received: 0 }] }, workflow: { id: `transfer-${t.id}`, status: 'RUNNING' } });
+    const found = await eventually(async () => {
+      const rows = await admin.warehouses.search({ accountId, resourceId: c.id, limit: 50 });
+      return rows.length ? rows : undefined;
+    }, 15_000, 'the count in visibility');
+    expect(found).toEqual([expect.objectContaining({ workflow_id: `cycle-count-${c.id}`, type: 'cycleCountWorkflow' })]);
+
+    await expect(admin.warehouses.cancelTransfer({ ...ref, id: t.id, operator: 'ops@example.com', reason: '' })).rejects.toThrow();
+    const cancelled = await admin.warehouses.cancelTransfer({ ...ref, id: t.id, operator: 'ops@example.com', reason: 'duplicate request' });
+    expect(cancelled.status).toBe('cancelled');
+    expect(await level(platform, shop.warehouseId, 'OPS-1')).toMatchObject({ reserved: 0 });
+    await http(`/v3/warehouses/cycle-counts/${c.id}/counts`, { key, body: { counts: [{ sku: 'OPS-1', quantity: 1 }] } });
+    const closed = await admin.warehouses.forceCloseCycleCount({ ...ref, id: c.id, operator: 'lead@example.com', reason: 'posting the recount' });
+    expect(closed).toMatchObject({ status: 'completed', lines: [{ adjusted: -9 }] });
+    const after = await admin.warehouses.inspect({ ...ref, id: c.id });
+    expect(after.actions).toEqual([expect.objectContaining({ action: 'force_close', operator: 'lead@example.com', reason: 'posting the recount' })]);
+    const moved = (await http(`/v3/warehouses/${shop.warehouseId}/movements?sku=OPS-1&reason=cycle_count`, { key })).body.data[0];
+    expect(moved).toMatchObject({ actor: 'admin:lead@example.com', reference: c.id });
+    // Another account's resource is not found under this account.
+    await expect(admin.warehouses.inspect({ accountId: await platform.newAccount(), livemode: false, id: t.id })).rejects.toThrow(/No transfer/);
   });
 });

@@ -19,10 +19,13 @@ export type { CycleCountView, TransferView };
 /**
  * Database steps: refusals (4xx) are not retried (also listed here); outages are, without an
  * attempt limit on purpose: giving up would leave stock reserved or in transit with nobody to finish
- * the movement; it resumes when the database is back.
+ * the movement; it resumes when the database is back. The steps heartbeat while they run, so a
+ * worker killed in the middle of one is noticed within the heartbeat timeout and the step runs again
+ * elsewhere (its transaction died with the worker: nothing was half-applied).
  */
 export const DB_STEPS = {
   startToCloseTimeout: '30 seconds',
+  heartbeatTimeout: '4 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: [...REFUSAL_TYPES] },
 } satisfies ActivityOptions;
 

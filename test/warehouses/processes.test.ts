@@ -4,16 +4,20 @@ import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import pg from 'pg';
 import { realtimeHubOf } from '../../domain/warehouses/realtime.ts';
+import { workerProcesses } from '../support/worker-processes.ts';
 import type { TestPlatform } from '../support/platform.ts';
 import { usePlatform, type Http } from '../support/use-platform.ts';
-import { create, eventually, openShop, stock, stockedProduct, type Shop } from './support.ts';
+import { create, eventually, level, openShop, stock, stockedProduct, type Shop } from './support.ts';
 
 let platform: TestPlatform;
 let http: Http;
 let key: string;
 let shop: Shop;
 const children: ChildProcess[] = [];
+// No in-process worker: the transfer test runs its workers in child processes it can kill.
+const workers = workerProcesses(() => platform, { WORKER_AREAS: 'warehouses' });
 
 usePlatform({ env: { RATE_LIMIT_CONCURRENCY: '100', RATE_LIMIT_PER_MINUTE: '10000', LOG_LEVEL: 'error' } }, async (t) => {
   ({ platform, http, key } = t);
@@ -23,6 +27,7 @@ usePlatform({ env: { RATE_LIMIT_CONCURRENCY: '100', RATE_LIMIT_PER_MINUTE: '1000
 });
 afterAll(() => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  workers.killAll();
 });
 
 interface Client {
@@ -261,5 +266,42 @@ describe('WebSocket /v3/inventory/realtime', () => {
     expect(remote.messages.find((m) => m.type === 'stock_changed')).toMatchObject({ warehouse_id: w2, sku: 'RT-2', reason: 'stock_update' });
     remote.ws.close();
     child.kill('SIGKILL');
+  });
+});
+
+describe('a worker killed in the middle of a transfer step', () => {
+  it('dispatches once on another worker: stock never negative, never counted twice', async () => {
+    const first = await workers.start();
+    const replacement = workers.standby();
+    const to = (await create(http, key, '/v3/warehouses', { name: 'Crash destination' })).id;
+    await stockedProduct(http, key, shop, 'CRASH-T', 0);
+    await stock(http, key, shop.warehouseId, 'CRASH-T', 20);
+    const t = (await http('/v3/warehouses/transfer', { key, method: 'PUT', body: { from_warehouse: shop.warehouseId, to_warehouse: to, items: [{ sku: 'CRASH-T', quantity: 8 }], reference: 'CRASH-1' } })).body;
+    expect(t.status).toBe('reserved');
+
+    // Hold the source row: the dispatch step blocks inside its transaction, and the worker is killed there.
+    const holder = new pg.Client({ connectionString: platform.dbUrl });
+    await holder.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select 1 from inventory_levels where warehouse_id = $1 and sku = $2 for update', [shop.warehouseId, 'CRASH-T']);
+      const dispatched = http(`/v3/warehouses/transfers/${t.id}/dispatch`, { key, method: 'POST' });
+      await eventually(async () => (await platform.sql(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`)).length > 0, 15_000, 'the dispatch step to block');
+      await workers.kill(first);
+      await holder.query('commit');
+      await replacement.start();
+      const res = await dispatched;
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.status).toBe('in_transit');
+    } finally {
+      await holder.end();
+    }
+    expect(await level(platform, shop.warehouseId, 'CRASH-T')).toEqual({ quantity: 12, reserved: 0, in_transit: 0 });
+    expect(await level(platform, to, 'CRASH-T')).toEqual({ quantity: 0, reserved: 0, in_transit: 8 });
+    const moves = await platform.sql<{ n: number }>(`select count(*)::int as n from stock_movements where reference = $1 and reason = 'transfer_dispatch'`, [t.id]);
+    expect(moves[0]!.n).toBe(2); // one row at the source, one at the destination: applied once
+    const history = await platform.temporal.client.workflow.getHandle(t.workflow_id).fetchHistory();
+    const attempts = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes).map((e) => Number(e.activityTaskStartedEventAttributes!.attempt));
+    expect(Math.max(...attempts)).toBeGreaterThanOrEqual(2);
   });
 });
