@@ -363,7 +363,7 @@ export class InventoryRealtime {
     this.#send(conn, { type: 'error', code, message: text });
   }
 
-  #send(conn: Conn, payload: object): void {
+  #send(conn: Conn, payload: object | Buffer): void {
     if (conn.ws.readyState !== WebSocket.OPEN) return;
     if (conn.ws.bufferedAmount > this.options.maxBufferedBytes) {
       this.#deps.logger.warn('realtime: slow consumer disconnected', { account_id: conn.id.accountId, buffered: conn.ws.bufferedAmount });
@@ -372,10 +372,12 @@ export class InventoryRealtime {
       setTimeout(() => conn.ws.terminate(), 1000).unref();
       return;
     }
-    conn.ws.send(JSON.stringify(payload));
+    // A change is encoded once and the same bytes go to every socket (a text frame).
+    if (Buffer.isBuffer(payload)) conn.ws.send(payload, { binary: false });
+    else conn.ws.send(JSON.stringify(payload));
   }
 
-  #deliver(conn: Conn, n: Notice): void {
+  #deliver(conn: Conn, n: Notice, encoded?: () => Buffer): void {
     if (!conn.subscribed) return;
     if (conn.replaying) {
       conn.replaying.push(n);
@@ -385,7 +387,7 @@ export class InventoryRealtime {
     conn.lastSeq = n.s;
     if (conn.warehouses && !conn.warehouses.has(n.w)) return;
     if (conn.skus && !conn.skus.has(n.k)) return;
-    this.#send(conn, message(n));
+    this.#send(conn, encoded ? encoded() : message(n));
   }
 
   #beat(): void {
@@ -416,7 +418,10 @@ export class InventoryRealtime {
         return;
       }
       const set = this.#conns.get(scopeKey(n.a, n.l));
-      if (set) for (const c of set) this.#deliver(c, n);
+      if (!set) return;
+      let bytes: Buffer | undefined;
+      const encoded = () => (bytes ??= Buffer.from(JSON.stringify(message(n))));
+      for (const c of set) this.#deliver(c, n, encoded);
     });
     client.on('error', (err) => {
       this.#deps.logger.warn('realtime: LISTEN connection lost', { error: err.message });
