@@ -164,6 +164,11 @@ export class InventoryRealtime {
     this.#heartbeat.unref();
   }
 
+  /** Open sockets of one account and mode. */
+  connectionsOf(scope: Scope): number {
+    return this.#conns.get(scopeKey(scope.accountId, scope.livemode))?.size ?? 0;
+  }
+
   /** Resolves once the LISTEN connection is up. */
   ready(): Promise<void> {
     return this.#listening ?? Promise.resolve();
