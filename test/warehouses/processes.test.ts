@@ -198,6 +198,23 @@ describe('WebSocket /v3/inventory/realtime', () => {
     again.ws.close();
   });
 
+  it('catches a socket up from the ledger when the process\'s LISTEN connection was lost', async () => {
+    const c = await connect(platform.url, { key });
+    await c.next('welcome');
+    c.send({ type: 'subscribe', skus: ['RT-2'] });
+    await c.next('subscribed');
+    // The database drops the listening connection; a change commits before it is back.
+    const killed = await platform.sql<{ ok: boolean }>(`select pg_terminate_backend(pid) as ok from pg_stat_activity where query = 'listen bp_inventory' and datname = current_database()`);
+    expect(killed.length).toBeGreaterThan(0);
+    await setStock('RT-2', 42);
+    const caught = await c.next('stock_changed', 15_000);
+    expect(caught).toMatchObject({ sku: 'RT-2', quantity: 42 });
+    await realtimeHubOf(platform.api.deps)!.ready();
+    await setStock('RT-2', 43);
+    expect(await c.next('stock_changed', 15_000)).toMatchObject({ quantity: 43, seq: caught.seq + 1 });
+    c.ws.close();
+  });
+
   it('drops a peer that stops answering pings, and closes a consumer that does not read (4429)', async () => {
     const hub = realtimeHubOf(platform.api.deps)!;
     // Each socket on an account of its own, so the counts are about it alone.
