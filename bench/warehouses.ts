@@ -124,7 +124,8 @@ export const scenario: Scenario = {
         for (let i = 0; i < total; i++) {
           const wait = t0 + i * interval - Date.now();
           if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-          sent.push(writers[i % writers.length]!.query(`begin; select set_config('bp.stock_reference', '${Date.now()}', true);
+          // Stamped with the time the change was due: a writer that falls behind its schedule shows in the latency.
+          sent.push(writers[i % writers.length]!.query(`begin; select set_config('bp.stock_reference', '${t0 + i * interval}', true);
             update inventory_levels set quantity = quantity + 1 where warehouse_id = '${warehouse.id}' and sku = '${skus[i % SKUS]}'; commit;`));
         }
         await Promise.all(sent);
