@@ -291,7 +291,14 @@ describe('cycle counts (workflow cycle-count-<id>)', () => {
     for (const [sku, price, qty] of shipped) {
       await stockedProduct(http, key, shop, sku, 0, { price });
       await stock(http, key, w, sku, 100);
-      if (qty) await platform.sql(`update stock_movements set reason = 'order_fulfillment', quantity_before = ${qty}, quantity_after = 0 where warehouse_id = $1 and sku = $2`, [w, sku]);
+      if (qty) {
+        // Consumption is what orders shipped from this warehouse (the ledger's order_fulfillment rows).
+        const order = await http('/v3/orders', { key, body: orderBody(shop, [{ sku, quantity: qty }]) });
+        expect(order.status, order.text).toBe(201);
+        expect(order.body.line_items[0].allocations).toEqual([{ warehouse_id: w, quantity: qty }]);
+        const shipped = await http(`/v3/orders/${order.body.id}/fulfill`, { key, body: { tracking_number: 'T1', carrier: 'dhl' } });
+        expect(shipped.status, shipped.text).toBe(200);
+      }
     }
     const res = await http('/v3/warehouses/cycle-count', { key, body: { warehouse_id: w, count_type: 'abc_analysis' } });
     expect(res.status, res.text).toBe(201);
