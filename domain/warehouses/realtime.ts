@@ -127,6 +127,8 @@ export class InventoryRealtime {
   #heartbeat: NodeJS.Timeout | null = null;
   #reconnect: NodeJS.Timeout | null = null;
   #secret: Promise<string> | null = null;
+  /** Sockets written to in this turn of the event loop, corked until it ends (one write for a burst). */
+  readonly #corked = new Set<{ cork(): void; uncork(): void }>();
   #listening: Promise<void> | null = null;
 
   constructor(deps: RealtimeDeps, options: Partial<RealtimeOptions> = {}) {
@@ -377,9 +379,21 @@ export class InventoryRealtime {
       setTimeout(() => conn.ws.terminate(), 1000).unref();
       return;
     }
+    // Changes that arrive together (one read of the LISTEN connection) leave in one write per socket.
+    const socket = (conn.ws as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
+    if (socket && !this.#corked.has(socket)) {
+      if (!this.#corked.size) setImmediate(() => this.#uncorkAll());
+      socket.cork();
+      this.#corked.add(socket);
+    }
     // A change is encoded once and the same bytes go to every socket (a text frame).
     if (Buffer.isBuffer(payload)) conn.ws.send(payload, { binary: false });
     else conn.ws.send(JSON.stringify(payload));
+  }
+
+  #uncorkAll(): void {
+    for (const socket of this.#corked) socket.uncork();
+    this.#corked.clear();
   }
 
   #deliver(conn: Conn, n: Notice, encoded?: () => Buffer): void {
