@@ -8,6 +8,7 @@ import { paymentsArea } from './payments/area.ts';
 import { platformArea } from './platform/area.ts';
 import { shippingArea } from './shipping/area.ts';
 import { rewardsArea } from './rewards/area.ts';
+import { warehousesArea } from './warehouses/area.ts';
 import { webhooksArea } from './webhooks/area.ts';
 
 /**
@@ -26,6 +27,7 @@ export const AREAS = [
   shippingArea,
   erpArea,
   rewardsArea,
+  warehousesArea,
   webhooksArea,
   communicationsArea,
 ] as const;

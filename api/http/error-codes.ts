@@ -93,6 +93,11 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
   webhook_url_forbidden: doc(422, 'Validation Failed', 'The webhook URL points at a private, loopback or otherwise forbidden address.', 'Use a public HTTPS URL.'),
   webhook_endpoint_disabled: doc(409, 'Conflict', 'The webhook endpoint is disabled.', 'Enable the endpoint first.'),
 
+  // Warehouses
+  order_on_pick_list: doc(409, 'Conflict', 'An order is already on an open or picking pick list (`order_ids` names them).', 'Complete or cancel that pick list first, or leave these orders out.'),
+  transfer_reference_exists: doc(409, 'Conflict', 'Another transfer already has this reference (`transfer_id` names it).', 'Use that transfer, or choose another reference.'),
+  realtime_ticket_invalid: doc(401, 'Unauthorized', 'The realtime ticket is unknown, tampered with or expired.', 'Create a new ticket with POST /v3/inventory/realtime/tickets and connect within 60 seconds.'),
+
   // The server
   service_unavailable: doc(503, 'Service Unavailable', 'PostgreSQL or Temporal is unreachable; nothing was changed.', 'Retry after the seconds in `Retry-After` with the same Idempotency-Key.'),
   // Communications
