@@ -4,7 +4,7 @@ import { type MikroORM } from '../db/orm.ts';
 import { nativePool } from '../db/pool.ts';
 import { observePool } from '../platform/metrics.ts';
 import { holdInstanceLock } from '../domain/idempotency/liveness.ts';
-import { buildServices, eventCatalog, permissionScopes } from '../domain/registry.ts';
+import { buildServices, eventCatalog, httpServerAttachments, permissionScopes } from '../domain/registry.ts';
 import { RequestLogBuffer } from '../domain/requests/log-buffer.ts';
 import type { Config } from '../platform/config.ts';
 import type { AreaServices } from '../platform/services.ts';
@@ -48,6 +48,7 @@ export async function startApiServer(opts: {
     const s = app.listen(opts.port, opts.host, () => resolve(s));
     s.once('error', reject);
   });
+  const attached = httpServerAttachments.map((attach) => attach(server, deps));
   server.keepAliveTimeout = 65_000;
   server.requestTimeout = 30_000;
   const { port } = server.address() as AddressInfo;
@@ -56,6 +57,7 @@ export async function startApiServer(opts: {
     url: `http://${host}:${port}`,
     deps,
     async close() {
+      await Promise.all(attached.map((a) => a.close()));
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();

@@ -8,6 +8,8 @@ import { erpArea } from './erp/area.ts';
 import { paymentsArea } from './payments/area.ts';
 import { platformArea } from './platform/area.ts';
 import { shippingArea } from './shipping/area.ts';
+import { rewardsArea } from './rewards/area.ts';
+import { warehousesArea } from './warehouses/area.ts';
 import { webhooksArea } from './webhooks/area.ts';
 
 /**
@@ -25,6 +27,8 @@ export const AREAS = [
   crmArea,
   shippingArea,
   erpArea,
+  rewardsArea,
+  warehousesArea,
   analyticsArea,
   webhooksArea,
   communicationsArea,

@@ -32,6 +32,9 @@ export const migrations = areas
 /** Every permission scope a key may hold (`<scope>:read` / `<scope>:write`). */
 export const permissionScopes: readonly string[] = [...new Set(areas.flatMap((area) => area.permissions))];
 
+/** What areas attach to each API process's HTTP server (WebSocket endpoints). */
+export const httpServerAttachments = areas.flatMap((area) => (area.httpServer ? [area.httpServer] : []));
+
 /** Every outbox consumer. */
 export const eventConsumers: readonly EventConsumer[] = areas.flatMap((area) => area.consumers ?? []);
 

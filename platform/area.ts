@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import type { EntitySchema } from '@mikro-orm/core';
 import type { Migration } from '@mikro-orm/migrations';
 import type { Client } from '@temporalio/client';
@@ -41,6 +42,8 @@ export interface AreaDescriptor<Name extends string = string, Admin extends Reco
   services?: (platform: PlatformServices) => Partial<AreaServices>;
   /** Routers merged into the internal tRPC admin API at /admin/trpc. */
   admin?: Admin;
+  /** Attaches to each API process's HTTP server (a WebSocket endpoint); `close` runs before the server closes. */
+  httpServer?: (server: Server, deps: AppDeps) => { close(): Promise<void> };
   /** Temporal Schedules that start its periodic workflows on its task queue (created at start when missing). */
   schedules?: readonly AreaSchedule[];
 }

@@ -50,6 +50,10 @@ export const ID_PREFIX = {
   procurementOrder: 'po',
   procurementReceipt: 'rcpt',
   vendorBill: 'vbill',
+  pickList: 'pick',
+  warehouseTransfer: 'wtr',
+  transferReceipt: 'wrc',
+  cycleCount: 'cc',
   report: 'rpt',
 } as const;
 

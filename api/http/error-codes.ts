@@ -85,6 +85,9 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
   three_way_match_failed: doc(422, 'Unprocessable Content', 'The vendor bill differs from the received value of the order by more than the match tolerance.', 'Check the bill against the receipts; get a corrected bill or record the missing receipt.'),
   no_test_clock: doc(409, 'Conflict', 'The purchase order runs on real time; it has no test clock to advance.', 'Create the order in test mode with test_clock_time.'),
   vendor_rejected: doc(422, 'Vendor Rejected', 'The vendor refused the purchase order.', 'Choose another vendor, or contact this one.'),
+  // Rewards
+  insufficient_points: doc(409, 'Conflict', 'The customer\'s available points (`points_balance`) do not cover the redemption, or a shortfall from reversed points (`shortfall_points`) blocks redemptions until earned back.', 'Redeem a cheaper reward, or award more points first.'),
+  reward_unavailable: doc(409, 'Conflict', 'The reward cannot be redeemed now: it is archived, expired or out of stock (`current_state`).', 'Redeem an active reward in stock (GET /v3/rewards/catalog).'),
 
   // Analytics
   exchange_rate_missing: doc(422, 'Exchange Rate Missing', 'Amounts in some currency cannot be converted into the reporting currency: no exchange rate between them is stored (`missing_rates`).', 'Store the rates with PUT /v3/catalog/exchange-rates, or ask for another currency.'),
@@ -97,6 +100,11 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
   // Webhooks
   webhook_url_forbidden: doc(422, 'Validation Failed', 'The webhook URL points at a private, loopback or otherwise forbidden address.', 'Use a public HTTPS URL.'),
   webhook_endpoint_disabled: doc(409, 'Conflict', 'The webhook endpoint is disabled.', 'Enable the endpoint first.'),
+
+  // Warehouses
+  order_on_pick_list: doc(409, 'Conflict', 'An order is already on an open or picking pick list (`order_ids` names them).', 'Complete or cancel that pick list first, or leave these orders out.'),
+  transfer_reference_exists: doc(409, 'Conflict', 'Another transfer already has this reference (`transfer_id` names it).', 'Use that transfer, or choose another reference.'),
+  realtime_ticket_invalid: doc(401, 'Unauthorized', 'The realtime ticket is unknown, tampered with or expired.', 'Create a new ticket with POST /v3/inventory/realtime/tickets and connect within 60 seconds.'),
 
   // The server
   service_unavailable: doc(503, 'Service Unavailable', 'PostgreSQL or Temporal is unreachable; nothing was changed.', 'Retry after the seconds in `Retry-After` with the same Idempotency-Key.'),

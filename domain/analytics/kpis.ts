@@ -153,15 +153,15 @@ export const KPIS: Record<KpiName, KpiDefinition> = {
       return f.meanSeconds === null ? { value: null, reason: 'no orders were fulfilled in the period' } : { value: round(f.meanSeconds / 3600) };
     },
   },
-  on_time_delivery_rate: { unit: 'percent', unavailable: 'needs delivery events from the shipping area, which holds no data yet' },
-  inventory_turnover: { unit: 'ratio', unavailable: 'needs stock movements from the warehouses area and cost of goods sold from the ERP ledger, which hold no data yet' },
-  average_call_duration: { unit: 'seconds', unavailable: 'needs calls from the communications area, which holds no data yet' },
-  points_redemption_rate: { unit: 'percent', unavailable: 'needs points awarded and redeemed from the rewards area, which holds no data yet' },
+  on_time_delivery_rate: { unit: 'percent', unavailable: 'not computed yet: needs deliveries from the shipping area, which analytics does not read yet' },
+  inventory_turnover: { unit: 'ratio', unavailable: 'not computed yet: needs stock movements from the warehouses area and cost of goods sold from the ERP ledger, which analytics does not read yet' },
+  average_call_duration: { unit: 'seconds', unavailable: 'not computed yet: needs calls from the communications area, which analytics does not read yet' },
+  points_redemption_rate: { unit: 'percent', unavailable: 'not computed yet: needs points awarded and redeemed from the rewards area, which analytics does not read yet' },
   monthly_recurring_revenue: { unit: 'currency', compute: mrr },
   customer_lifetime_value: { unit: 'currency', compute: ltv },
-  customer_acquisition_cost: { unit: 'currency', unavailable: 'needs sales and marketing expenses from the ERP ledger, which holds no data yet' },
+  customer_acquisition_cost: { unit: 'currency', unavailable: 'not computed yet: needs sales and marketing expenses from the ERP ledger, which analytics does not read yet' },
   net_promoter_score: { unit: 'score', unavailable: 'no customer survey responses are recorded by any area' },
-  gross_margin: { unit: 'percent', unavailable: 'needs cost of goods sold from the ERP ledger, which holds no data yet' },
+  gross_margin: { unit: 'percent', unavailable: 'not computed yet: needs cost of goods sold from the ERP ledger, which analytics does not read yet' },
 };
 
 function windowContext(em: EntityManager, scope: Scope, window: DateWindow, now: Date, converter: Converter): KpiWindowContext {

@@ -40,6 +40,28 @@ export interface StockChange {
 
 export type { InventoryLevelView } from './schemas.ts';
 
+/**
+ * Who and why, for the stock movements ledger: every change of `inventory_levels` is recorded by a
+ * trigger (migration 0030) with the context set here, transaction-local. Set it before the change.
+ */
+export interface StockContext {
+  /** `stock_update`, `order_reservation`, `transfer_dispatch`, `cycle_count`, … */
+  reason: string;
+  /** The business object behind the change (an order, a transfer, a count). */
+  reference?: string | null;
+  /** Who made it: `key:<api key id>`, `admin:<operator>`, `workflow:<id>`. */
+  actor?: string | null;
+  requestId?: string | null;
+}
+
+export async function setStockContext(tx: EntityManager, ctx: StockContext): Promise<void> {
+  await tx.execute(
+    `select set_config('bp.stock_reason', ?, true), set_config('bp.stock_reference', ?, true),
+            set_config('bp.stock_actor', ?, true), set_config('bp.stock_request', ?, true)`,
+    [ctx.reason, ctx.reference ?? '', ctx.actor ?? '', ctx.requestId ?? ''],
+  );
+}
+
 interface LevelRow {
   warehouse_id: string;
   sku: string;
@@ -104,9 +126,10 @@ export function noteLowStock(
  */
 export async function applyStockChanges(
   em: EntityManager, scope: Scope, changes: StockChange[], requestId: string | null,
-  path: (index: number, field: string) => string,
+  path: (index: number, field: string) => string, context: StockContext = { reason: 'stock_update' },
 ): Promise<InventoryLevelView[]> {
   return em.transactional(async (tx) => {
+    await setStockContext(tx, { requestId, ...context });
     const skus = [...new Set(changes.map((c) => c.sku))];
     const warehouseIds = [...new Set(changes.map((c) => c.warehouse_id))];
     // One statement at a time: they share the transaction's connection.
@@ -298,4 +321,90 @@ export async function consumeStock(tx: EntityManager, scope: Scope, sku: string,
       where l.account_id = ? and l.livemode = ? and l.sku = ? and l.warehouse_id = t.warehouse_id`,
     [JSON.stringify(allocations), scope.accountId, scope.livemode, sku],
   );
+}
+
+/** A change of one (warehouse, SKU) row: units added to (positive) or taken from (negative) each column. */
+export interface StockDelta {
+  warehouse_id: string;
+  sku: string;
+  quantity?: number;
+  reserved?: number;
+  in_transit?: number;
+}
+
+export interface MovedLevel extends InventoryLevelView {
+  in_transit: number;
+}
+
+/**
+ * Applies signed deltas to on-hand, reserved and in-transit stock, atomically (all or nothing), for
+ * the warehouses area's movements (transfers, receipts, cycle-count adjustments). Rows are locked in
+ * (warehouse, SKU) order, so two movements cannot deadlock; a delta that would take on-hand or
+ * in-transit below zero, reserved below zero or above on-hand, is refused with 409
+ * `insufficient_stock` listing every short item. The ledger records each row with `context`.
+ * Callers check that the SKUs and warehouses exist in the scope.
+ */
+export async function moveStock(em: EntityManager, scope: Scope, deltas: StockDelta[], context: StockContext): Promise<MovedLevel[]> {
+  if (!deltas.length) return [];
+  return em.transactional(async (tx) => {
+    await setStockContext(tx, context);
+    const merged = new Map<string, Required<StockDelta>>();
+    for (const d of deltas) {
+      const k = levelKey(d.warehouse_id, d.sku);
+      const m = merged.get(k) ?? { warehouse_id: d.warehouse_id, sku: d.sku, quantity: 0, reserved: 0, in_transit: 0 };
+      m.quantity += d.quantity ?? 0;
+      m.reserved += d.reserved ?? 0;
+      m.in_transit += d.in_transit ?? 0;
+      merged.set(k, m);
+    }
+    const rows = [...merged.values()].sort((a, b) => (levelKey(a.warehouse_id, a.sku) < levelKey(b.warehouse_id, b.sku) ? -1 : 1));
+    const json = JSON.stringify(rows);
+    await tx.execute(
+      `insert into inventory_levels (account_id, livemode, warehouse_id, sku, quantity, reserved, safety_stock, reorder_point, updated_at)
+       select ?, ?, t.warehouse_id, t.sku, 0, 0, coalesce(p.ss, 0), coalesce(p.rp, 0), now()
+         from jsonb_to_recordset(?::jsonb) as t(warehouse_id text, sku text)
+         left join lateral (select max(safety_stock) as ss, max(reorder_point) as rp from products
+                             where account_id = ? and livemode = ? and sku = t.sku) p on true
+       on conflict (account_id, livemode, warehouse_id, sku) do nothing`,
+      [scope.accountId, scope.livemode, json, scope.accountId, scope.livemode],
+    );
+    const locked = await tx.execute<(LevelRow & { in_transit: number })[]>(
+      `select ${LEVEL_COLUMNS}, in_transit from inventory_levels
+        where account_id = ? and livemode = ?
+          and (warehouse_id, sku) in (select w, s from jsonb_to_recordset(?::jsonb) as t(w text, s text))
+        order by warehouse_id, sku for update`,
+      [scope.accountId, scope.livemode, JSON.stringify(rows.map((r) => ({ w: r.warehouse_id, s: r.sku })))],
+    );
+    const before = new Map(locked.map((r) => [levelKey(r.warehouse_id, r.sku), r]));
+    const short: { sku: string; warehouse_id: string; quantity: number; reserved: number; in_transit: number; available: number }[] = [];
+    const next = rows.map((d) => {
+      const b = before.get(levelKey(d.warehouse_id, d.sku))!;
+      const n = { warehouse_id: d.warehouse_id, sku: d.sku, quantity: b.quantity + d.quantity, reserved: b.reserved + d.reserved, in_transit: b.in_transit + d.in_transit };
+      if (n.quantity < 0 || n.reserved < 0 || n.reserved > n.quantity || n.in_transit < 0 || n.quantity > MAX_STOCK || n.in_transit > MAX_STOCK) {
+        short.push({ sku: d.sku, warehouse_id: d.warehouse_id, quantity: b.quantity, reserved: b.reserved, in_transit: b.in_transit, available: b.quantity - b.reserved });
+      }
+      return n;
+    });
+    if (short.length) {
+      throw new ApiError({
+        status: 409, code: 'insufficient_stock', title: 'Conflict',
+        detail: `Not enough stock of ${short.map((s) => `'${s.sku}' in ${s.warehouse_id} (available ${s.available})`).join(', ')}; nothing was changed.`,
+        suggestion: 'Lower the quantities of the SKUs listed in `items`, or add stock first, and send the request again.',
+        extensions: { items: short },
+      });
+    }
+    const updated = await tx.execute<(LevelRow & { in_transit: number })[]>(
+      `update inventory_levels l set quantity = t.quantity, reserved = t.reserved, in_transit = t.in_transit, updated_at = now()
+         from jsonb_to_recordset(?::jsonb) as t(warehouse_id text, sku text, quantity int, reserved int, in_transit int)
+        where l.account_id = ? and l.livemode = ? and l.warehouse_id = t.warehouse_id and l.sku = t.sku
+        returning ${levelColumns('l')}, l.in_transit`,
+      [JSON.stringify(next), scope.accountId, scope.livemode],
+    );
+    for (const row of updated) {
+      const old = before.get(levelKey(row.warehouse_id, row.sku))!;
+      noteLowStock(tx, scope, row, { available: old.quantity - old.reserved, reorder_point: old.reorder_point }, context.requestId ?? null);
+    }
+    await tx.flush();
+    return updated.map((r) => ({ ...levelView(r), in_transit: r.in_transit }));
+  });
 }

@@ -13,7 +13,7 @@ import {
 import type { OrderView } from './schemas.ts';
 
 export type { OrderView } from './schemas.ts';
-import { consumeStock, releaseStock, reserveStock } from './inventory.ts';
+import { consumeStock, releaseStock, reserveStock, setStockContext } from './inventory.ts';
 import { loadRates, priceIn } from './pricing.ts';
 import { Customer } from '../customers/public.ts';
 import { findSucceededPayment } from '../payments/public.ts';
@@ -120,6 +120,7 @@ export async function writeOrder(em: EntityManager, scope: Scope, draft: OrderDr
     const existing = await tx.findOne(Order, { id: draft.orderId });
     if (existing) return orderView(existing);
     const lines: OrderLine[] = draft.lines.map((l) => ({ ...l, allocations: [] }));
+    await setStockContext(tx, { reason: 'order_reservation', reference: draft.orderId, actor: `workflow:${orderWorkflowId(draft.orderId)}`, requestId: draft.requestId });
     const tracked = new Set(draft.trackedSkus);
     // Reserve in SKU order: two orders for the same SKUs take the row locks in the same order.
     const order = [...lines.keys()].sort((a, b) => (lines[a]!.sku < lines[b]!.sku ? -1 : lines[a]!.sku > lines[b]!.sku ? 1 : a - b));
@@ -257,6 +258,7 @@ export async function fulfillOrder(
     if (!order) throw notFound('order', id);
     if (order.status === 'fulfilled') return { status: order.status, fulfillment: order.fulfillmentStatus };
     if (order.status !== 'processing') throw invalidTransition(order, 'fulfilled');
+    await setStockContext(tx, { reason: 'order_fulfillment', reference: id, actor: `workflow:${order.workflowId}`, requestId: args.requestId });
     for (const line of order.lineItems) await consumeStock(tx, scope, line.sku, line.allocations);
     const now = new Date();
     Object.assign(order, {
@@ -278,6 +280,7 @@ export async function cancelOrder(
     if (!order) throw notFound('order', id);
     if (order.status === 'canceled') return { status: order.status, fulfillment: order.fulfillmentStatus };
     if (order.status !== 'processing') throw invalidTransition(order, 'canceled');
+    await setStockContext(tx, { reason: 'order_cancellation', reference: id, actor: `workflow:${order.workflowId}`, requestId: args.requestId });
     for (const line of order.lineItems) await releaseStock(tx, scope, line.sku, line.allocations);
     const now = new Date();
     Object.assign(order, { status: 'canceled', fulfillmentStatus: 'canceled', canceledAt: now, cancellationReason: args.reason, updatedAt: now });

@@ -21,7 +21,7 @@ export const platformArea = defineArea({
   name: 'platform',
   // /v3/events is read with the webhooks scope. The API conventions also publish scopes for areas
   // not built yet; keys may hold them, and each moves to its area's descriptor when that area lands.
-  permissions: ['webhooks', 'rewards'],
+  permissions: ['webhooks'],
   routes: eventRoutes,
   workflows: new URL('../../workflows/platform/index.ts', import.meta.url),
   activities: (deps) => ({ ...createPlatformActivities(deps), ...createEventActivities(deps) }),

@@ -39,6 +39,14 @@ const FACTORIES: Record<string, Factory> = {
   sku: async () => 'ISO-SKU',
   product_id: async () => (await stockedProduct(http, owner, shop, 'ISO-SKU', 5, { price: 1000 })).id,
   order_id: async () => (await create(http, owner, '/v3/orders', orderBody(shop, [{ sku: 'ISO-SKU', quantity: 1 }]))).id,
+  pick_list_id: async (ids) => (await create(http, owner, '/v3/warehouses/pick-lists', { order_ids: [ids.order_id], warehouse_id: shop.warehouseId })).id,
+  transfer_id: async () => {
+    const to = (await create(http, owner, '/v3/warehouses', { name: 'Isolation destination' })).id;
+    const res = await http('/v3/warehouses/transfer', { key: owner, method: 'PUT', body: { from_warehouse: shop.warehouseId, to_warehouse: to, items: [{ sku: 'ISO-SKU', quantity: 1 }], reference: 'ISO-1' } });
+    expect(res.status, res.text).toBe(201);
+    return res.body.id;
+  },
+  cycle_count_id: async () => (await create(http, owner, '/v3/warehouses/cycle-count', { warehouse_id: shop.warehouseId, count_type: 'partial', skus: ['ISO-SKU'] })).id,
   payment_id: async () => (await create(http, owner, '/v3/payments/process', { amount: 1000, currency: 'usd', payment_method: cardBody('4242424242424242') })).id,
   refund_id: async (ids) => (await create(http, owner, `/v3/payments/${ids.payment_id}/refunds`, { amount: 100 })).id,
   plan_id: async () => (await newPlan(http, owner, { amount: 1500 })).id,
@@ -84,6 +92,7 @@ const FACTORIES: Record<string, Factory> = {
   procurement_order_id: async (ids) => (await create(http, owner, '/v3/procurement/orders', {
     vendor_id: ids.vendor_id, approval_required: true, items: [{ description: 'Iso', quantity: 1, unit_price: 5, currency: 'USD' }],
   })).id,
+  reward_id: async () => (await create(http, owner, '/v3/rewards/catalog', { name: 'Isolation reward', cost: 100 })).id,
   event_id: async (ids) => {
     const res = await http(`/v3/events?limit=100`, { key: owner });
     const event = res.body.data.find((e: { data: { object: { id: string } } }) => e.data.object.id === ids.payment_id);
@@ -103,6 +112,10 @@ const BODIES: Record<string, unknown> = {
   'post /v3/stores/{store_id}/products': { name: 'Hijack', sku: 'ISO-HIJACK', price: 1 },
   'put /v3/inventory/{sku}/stock': { warehouse_id: '{warehouse_id}', quantity: 99, operation: 'set' },
   'patch /v3/orders/{order_id}': { metadata: { hijacked: 'yes' } },
+  'patch /v3/warehouses/{warehouse_id}/inventory/{sku}': { reorder_point: 1 },
+  'post /v3/warehouses/{warehouse_id}/movements': { sku: 'ISO-SKU', quantity: 1 },
+  'post /v3/warehouses/transfers/{transfer_id}/receive': { items: [{ sku: 'ISO-SKU', quantity: 1 }] },
+  'post /v3/warehouses/cycle-counts/{cycle_count_id}/counts': { counts: [{ sku: 'ISO-SKU', quantity: 1 }] },
   'post /v3/customers/{customer_id}/interactions': { type: 'call', direction: 'inbound', notes: 'hijack' },
   'post /v3/customers/{customer_id}/touchpoints': { type: 'website_visit', source: 'hijack' },
   'patch /v3/crm/tasks/automation/{rule_id}': { enabled: false },

@@ -74,7 +74,7 @@ export const inventoryRoutes = [
     permission: 'commerce:write', status: 200,
     params: skuParam, body: stockBody, response: inventoryLevelSchema,
     async handler({ em, auth, params, body, requestId }) {
-      const [level] = await applyStockChanges(em(), auth, [{ ...body, sku: params.sku }], requestId, (_i, field) => field);
+      const [level] = await applyStockChanges(em(), auth, [{ ...body, sku: params.sku }], requestId, (_i, field) => field, { reason: 'stock_update', actor: `key:${auth.keyId}` });
       return { body: level };
     },
   }),
@@ -96,7 +96,7 @@ export const inventoryRoutes = [
     body: bulkBody,
     response: z.object({ object: z.literal('inventory_bulk_update'), updated: z.number().int(), data: z.array(inventoryLevelSchema) }),
     async handler({ em, auth, body, requestId }) {
-      const data = await applyStockChanges(em(), auth, body.items, requestId, (i, field) => `items.${i}.${field}`);
+      const data = await applyStockChanges(em(), auth, body.items, requestId, (i, field) => `items.${i}.${field}`, { reason: 'bulk_update', actor: `key:${auth.keyId}` });
       return { body: { object: 'inventory_bulk_update', updated: body.items.length, data } };
     },
   }),

@@ -1,0 +1,2 @@
+export { loyaltyWorkflow } from './loyalty.ts';
+export { loyaltyOrderEventWorkflow } from './order-event.ts';

@@ -1,0 +1,2 @@
+export { transferWorkflow } from './transfer.ts';
+export { cycleCountWorkflow } from './cycle-count.ts';
