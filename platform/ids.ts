@@ -32,6 +32,8 @@ export const ID_PREFIX = {
   testClock: 'clock',
   usageRecord: 'ur',
   taxRate: 'txr',
+  segment: 'seg',
+  invoiceTemplate: 'itpl',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

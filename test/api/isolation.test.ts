@@ -52,6 +52,9 @@ const FACTORIES: Record<string, Factory> = {
   rule_id: async () => (await create(http, owner, '/v3/crm/tasks/automation', {
     name: 'Isolation rule', trigger: { event: 'order.created' }, actions: [{ type: 'add_segment', segment: 'iso' }],
   })).id,
+  segment_id: async () => (await create(http, owner, '/v3/segments', {
+    name: 'Isolation segment', rules: { match: 'all', conditions: [{ field: 'segments', operator: 'contains', value: 'iso' }] },
+  })).id,
   task_id: async (ids) => (await create(http, owner, '/v3/crm/tasks', { title: 'Isolation task', customer_id: ids.customer_id })).id,
   webhook_id: async () => (await create(http, owner, '/v3/webhooks', { url: receiver.url, events: ['customer.updated'] })).id,
   delivery_id: async (ids) => {
@@ -81,6 +84,7 @@ const BODIES: Record<string, unknown> = {
   'post /v3/customers/{customer_id}/touchpoints': { type: 'website_visit', source: 'hijack' },
   'patch /v3/crm/tasks/automation/{rule_id}': { enabled: false },
   'patch /v3/webhooks/{webhook_id}': { enabled: false },
+  'patch /v3/segments/{segment_id}': { name: 'Hijacked' },
   'post /v3/webhooks/{webhook_id}/test': { event_type: 'customer.updated' },
 };
 
