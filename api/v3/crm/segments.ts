@@ -70,6 +70,6 @@ export const segmentRoutes = [
     path: '/v3/segments/{segment_id}/customers', operationId: 'listSegmentCustomers', tag: 'Customers',
     summary: "A segment's members (ordered by customer id)", permission: 'crm:read',
     params: segmentId, item: customerSchema,
-    list: ({ em, auth, params }, page) => listSegmentCustomers(em(), auth, params.segment_id, page),
+    list: ({ em, params }, page) => listSegmentCustomers(em(), params.segment_id, page),
   }),
 ];
