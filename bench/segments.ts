@@ -1,6 +1,7 @@
 import { autocannonRun, type Scenario } from './harness.ts';
 
 const CUSTOMERS = 100_000;
+const BATCH = 10_000;
 
 /**
  * Segments: 100,000 customers (and their metric snapshots) seeded in SQL, then one segment whose
@@ -15,17 +16,21 @@ export const scenario: Scenario = {
   async run(platform) {
     const accountId = await platform.newAccount();
     const key = await platform.newKey({ accountId, type: 'test' });
-    await platform.sql(
+    // In batches: the bench pool's statement timeout applies to each statement.
+    for (let from = 1; from <= CUSTOMERS; from += BATCH) {
+      const to = Math.min(CUSTOMERS, from + BATCH - 1);
+      await platform.sql(
       `insert into customers (id, account_id, livemode, email, name, customer_type, segments, custom_fields, metadata, version, created_at, updated_at)
        select 'cus_bench' || lpad(g::text, 7, '0'), $1, false, 'c' || g || '@example.com', 'Customer ' || g,
               (array['b2b', 'b2c', 'b2g'])[1 + g % 3], case when g % 7 = 0 then array['vip'] else array[]::text[] end,
               jsonb_build_object('country', (array['DE', 'AT', 'FR', 'US', 'GB'])[1 + g % 5]), '{}', 1, now(), now()
-         from generate_series(1, $2) g`, [accountId, CUSTOMERS]);
-    await platform.sql(
+         from generate_series($2::int, $3::int) g`, [accountId, from, to]);
+      await platform.sql(
       `insert into crm_customer_metrics (account_id, livemode, customer_id, total_ltv, engagement_score, lifecycle_stage, refreshed_at)
        select $1, false, 'cus_bench' || lpad(g::text, 7, '0'), (g % 1000) * 3.5, (g % 101)::numeric,
               (array['subscriber', 'lead', 'opportunity', 'customer', 'loyal', 'churned'])[1 + g % 6], now()
-         from generate_series(1, $2) g`, [accountId, CUSTOMERS]);
+         from generate_series($2::int, $3::int) g`, [accountId, from, to]);
+    }
     await platform.sql('analyze customers; analyze crm_customer_metrics');
 
     const baselineRuns: number[] = [];
