@@ -34,6 +34,7 @@ export const ID_PREFIX = {
   taxRate: 'txr',
   segment: 'seg',
   invoiceTemplate: 'itpl',
+  routingRule: 'rrule',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

@@ -52,6 +52,7 @@ const FACTORIES: Record<string, Factory> = {
   rule_id: async () => (await create(http, owner, '/v3/crm/tasks/automation', {
     name: 'Isolation rule', trigger: { event: 'order.created' }, actions: [{ type: 'add_segment', segment: 'iso' }],
   })).id,
+  routing_rule_id: async () => (await create(http, owner, '/v3/payments/routing_rules', { name: 'Isolation routing', gateways: ['sandbox'] })).id,
   template_id: async () => (await create(http, owner, '/v3/invoice_templates', { name: 'Isolation template' })).id,
   segment_id: async () => (await create(http, owner, '/v3/segments', {
     name: 'Isolation segment', rules: { match: 'all', conditions: [{ field: 'segments', operator: 'contains', value: 'iso' }] },
@@ -87,6 +88,7 @@ const BODIES: Record<string, unknown> = {
   'patch /v3/webhooks/{webhook_id}': { enabled: false },
   'patch /v3/segments/{segment_id}': { name: 'Hijacked' },
   'patch /v3/invoice_templates/{template_id}': { name: 'Hijacked' },
+  'patch /v3/payments/routing_rules/{routing_rule_id}': { enabled: false },
   'put /v3/customers/{customer_id}/invoice_template': { template_id: null },
   'put /v3/subscriptions/{subscription_id}/invoice_template': { template_id: null },
   'post /v3/webhooks/{webhook_id}/test': { event_type: 'customer.updated' },
