@@ -1,4 +1,5 @@
 import { createCrmActivities } from '../../activities/crm/index.ts';
+import { crmAdminRouter } from '../../api/admin/crm/router.ts';
 import { crmRoutes } from '../../api/v3/crm/routes.ts';
 import { segmentRoutes } from '../../api/v3/crm/segments.ts';
 import { Migration0080CrmSegments } from '../../db/migrations/0080-crm-segments.ts';
@@ -21,4 +22,5 @@ export const crmArea = defineArea({
   events: crmEvents,
   consumers: [crmAutomationConsumer, segmentMembershipConsumer],
   customerMetrics,
+  admin: { crm: crmAdminRouter },
 });

@@ -387,3 +387,60 @@ export const segmentMembershipConsumer: EventConsumer = {
     return [start];
   },
 };
+
+// ---- Admin (api/admin/crm/router.ts) ------------------------------------------------------------
+
+export interface AdminAudit {
+  operator: string;
+  reason: string;
+}
+
+/** The segment with its nightly schedule's state (paused, note, next runs, recent runs) and its latest evaluation's status. */
+export async function describeSegment(deps: SegmentDeps, em: EntityManager, id: string) {
+  const segment = segmentView(await findSegment(em, id));
+  let schedule: { paused: boolean; note: string | null; next_runs: string[]; recent_runs: string[] } | null = null;
+  try {
+    const d = await deps.temporal.client.schedule.getHandle(segmentScheduleId(id)).describe();
+    schedule = {
+      paused: d.state.paused, note: d.state.note ?? null,
+      next_runs: d.info.nextActionTimes.map((t) => t.toISOString()),
+      recent_runs: d.info.recentActions.map((a) => a.takenAt.toISOString()),
+    };
+  } catch (err) {
+    if (!(err instanceof ScheduleNotFoundError)) throw err;
+  }
+  // Null when it never started (a crash right after the segment was written) or left Temporal's retention.
+  const evaluation = await deps.temporal.client.workflow.getHandle(segment.evaluation_workflow_id).describe()
+    .then((d) => ({ workflow_id: segment.evaluation_workflow_id, status: d.status.name }), () => null);
+  return { segment, schedule, evaluation };
+}
+
+/** Evaluates a segment now on an operator's request; the workflow's memo keeps who and why. */
+export async function adminEvaluateSegment(deps: SegmentDeps, em: EntityManager, scope: Scope, id: string, audit: AdminAudit) {
+  const segment = await findSegment(em, id);
+  refuseArchived(segment);
+  const workflowId = segmentEvaluationWorkflowId(id, `admin-${Date.now()}`);
+  const handle = await deps.temporal.client.workflow.start('segmentEvaluationWorkflow', {
+    workflowId, taskQueue: deps.temporal.taskQueue('crm'), args: [evaluationInput(scope, id, NIGHTLY_STALE_MS)],
+    memo: { operator: audit.operator, reason: audit.reason },
+    typedSearchAttributes: searchAttributes({ accountId: scope.accountId, livemode: scope.livemode, resourceId: id }),
+  });
+  const result = (await handle.result()) as SegmentEvaluationResult;
+  return { workflow_id: workflowId, ...result };
+}
+
+/** Pauses or resumes a segment's nightly schedule; the schedule's note records who and why. */
+export async function pauseSegmentSchedule(deps: SegmentDeps, em: EntityManager, id: string, paused: boolean, audit: AdminAudit) {
+  await findSegment(em, id);
+  const handle = deps.temporal.client.schedule.getHandle(segmentScheduleId(id));
+  const note = `${audit.operator}: ${audit.reason}`;
+  try {
+    if (paused) await handle.pause(note);
+    else await handle.unpause(note);
+  } catch (err) {
+    if (err instanceof ScheduleNotFoundError) throw notFound('segment schedule', segmentScheduleId(id));
+    throw err;
+  }
+  const d = await handle.describe();
+  return { schedule_id: segmentScheduleId(id), paused: d.state.paused, note: d.state.note ?? null };
+}

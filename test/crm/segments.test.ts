@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { adminRouter } from '../../api/admin/router.ts';
+import { createCallerFactory, createContextInner } from '../../api/admin/trpc.ts';
+import { permissionScopes } from '../../domain/registry.ts';
 import { ruleSql, type SegmentRuleGroup } from '../../domain/crm/segment-rules.ts';
 import type { TestPlatform } from '../support/platform.ts';
 import { usePlatform, type Http } from '../support/use-platform.ts';
@@ -7,7 +10,8 @@ import { create, eventually } from '../commerce/support.ts';
 let platform: TestPlatform;
 let http: Http;
 let key: string;
-usePlatform({ worker: true, ownAccount: true }, (t) => ({ platform, http, key } = t));
+let accountId: string;
+usePlatform({ worker: true, ownAccount: true }, (t) => ({ platform, http, key, accountId } = t));
 
 const tag = () => Math.random().toString(36).slice(2, 8);
 const customer = (body: Record<string, unknown>) => create(http, key, '/v3/customers', { email: `s-${tag()}@example.com`, name: 'Seg', ...body });
@@ -168,5 +172,26 @@ describe('segments', () => {
     await schedule.trigger();
     await eventually(async () => (await memberIds(seg.id)).includes(quiet.id), 20_000, 'quiet enters at the nightly run');
     expect(await memberIds(seg.id)).toEqual([chatty.id, quiet.id].sort());
+  });
+});
+
+describe('segments admin (tRPC)', () => {
+  it('describes a segment, evaluates it on an operator\'s request and pauses its schedule, recording who and why', async () => {
+    const token = 'segments-admin-token-0123456789';
+    const caller = createCallerFactory(adminRouter)(createContextInner({ orm: platform.orm, permissionScopes, temporal: platform.temporal, adminToken: token, presentedToken: token }));
+    const seg = await create(http, key, '/v3/segments', { name: 'Admin', rules: { match: 'all', conditions: [{ field: 'segments', operator: 'contains', value: `adm-${tag()}` }] } });
+    const ref = { accountId, livemode: false, segmentId: seg.id };
+    const described = await caller.crm.describeSegment(ref);
+    expect(described).toMatchObject({ segment: { id: seg.id }, schedule: { paused: false }, evaluation: { status: 'COMPLETED' } });
+    expect(described.schedule!.next_runs.length).toBeGreaterThan(0);
+
+    const who = { operator: 'ops@example.com', reason: 'tags were bulk-imported' };
+    const run = await caller.crm.evaluateSegment({ ...ref, ...who });
+    expect(run).toMatchObject({ workflow_id: expect.stringMatching(`^segment-evaluation-${seg.id}-admin-`), entered: 0, left: 0, members: 0 });
+    expect((await platform.temporal.client.workflow.getHandle(run.workflow_id).describe()).memo).toEqual(who);
+    const paused = await caller.crm.pauseSegmentSchedule({ ...ref, ...who, paused: true });
+    expect(paused).toEqual({ schedule_id: `segment-nightly-${seg.id}`, paused: true, note: 'ops@example.com: tags were bulk-imported' });
+    expect((await caller.crm.describeSegment(ref)).schedule!.paused).toBe(true);
+    await expect(caller.crm.describeSegment({ ...ref, accountId: 'acct_other' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 });
