@@ -1,5 +1,7 @@
 import { extractText, getDocumentProxy } from 'unpdf';
 import { describe, expect, it } from 'vitest';
+import { nextInvoiceNumber } from '../../domain/billing/invoice-numbers.ts';
+import { scopedEm } from '../../domain/scope.ts';
 import type { TestPlatform } from '../support/platform.ts';
 import { usePlatform, type Http } from '../support/use-platform.ts';
 import { advance, card, invoices, newClock, newCustomer, newPlan } from './support.ts';
@@ -7,7 +9,8 @@ import { advance, card, invoices, newClock, newCustomer, newPlan } from './suppo
 let platform: TestPlatform;
 let http: Http;
 let key: string;
-usePlatform({ worker: true, ownAccount: true }, (t) => ({ platform, http, key } = t));
+let accountId: string;
+usePlatform({ worker: true, ownAccount: true }, (t) => ({ platform, http, key, accountId } = t));
 
 /** A valid 1×1 PNG. */
 const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
@@ -139,6 +142,21 @@ describe('invoices: drafts, gap-free numbers, PDFs', () => {
     const numbers = results.filter((r) => r.status === 200).map((r) => r.body.number as string).sort();
     expect(numbers).toEqual(Array.from({ length: 8 }, (_, i) => `PAR-${String(i + 1).padStart(6, '0')}`));
     expect(new Set(results.filter((r) => r.status === 200 && r.body.id === twice).map((r) => r.body.number)).size).toBe(1);
+  });
+
+  it('takes no number when the finalising transaction fails (the counter rolls back with it)', async () => {
+    const scope = { accountId, livemode: false };
+    const at = new Date('2040-06-01T00:00:00Z');
+    const first = await scopedEm(platform.orm, scope).transactional((tx) => nextInvoiceNumber(tx, scope, 'RB-{YYYY}-', at));
+    await expect(scopedEm(platform.orm, scope).transactional(async (tx) => {
+      expect(await nextInvoiceNumber(tx, scope, 'RB-{YYYY}-', at)).toBe('RB-2040-000002');
+      throw new Error('the invoice could not be written');
+    })).rejects.toThrow('could not be written');
+    const next = await scopedEm(platform.orm, scope).transactional((tx) => nextInvoiceNumber(tx, scope, 'RB-{YYYY}-', at));
+    expect([first, next]).toEqual(['RB-2040-000001', 'RB-2040-000002']);
+    // Another year is another series; the live mode has its own.
+    expect(await scopedEm(platform.orm, scope).transactional((tx) => nextInvoiceNumber(tx, scope, 'RB-{YYYY}-', new Date('2041-01-01T00:00:00Z')))).toBe('RB-2041-000001');
+    expect(await scopedEm(platform.orm, { accountId, livemode: true }).transactional((tx) => nextInvoiceNumber(tx, { accountId, livemode: true }, 'RB-{YYYY}-', at))).toBe('RB-2040-000001');
   });
 
   it('numbers subscription invoices when issued, in the year of the subscription clock, with the subscription\'s template', async () => {
