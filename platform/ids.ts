@@ -54,6 +54,9 @@ export const ID_PREFIX = {
   warehouseTransfer: 'wtr',
   transferReceipt: 'wrc',
   cycleCount: 'cc',
+  segment: 'seg',
+  invoiceTemplate: 'itpl',
+  routingRule: 'rrule',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;
