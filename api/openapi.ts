@@ -72,7 +72,7 @@ function operation(spec: RouteSpec<any, any, any>): ZodOpenApiOperationObject {
   const responses: ZodOpenApiResponsesObject = {
     [spec.status]: spec.binary
       ? { description: spec.binary.description, content: Object.fromEntries([spec.binary.mediaType].flat().map((t) => [t, {}])) }
-      : { description: 'Success', content: successContent(spec.response) },
+      : { description: 'Success', content: spec.produces ? { [spec.produces]: {} } : successContent(spec.response) },
     ...errorResponses(spec),
   };
   for (const [status, extra] of Object.entries(spec.responses ?? {})) {

@@ -70,7 +70,7 @@ const schema = z.object({
   /** Payments: how long POST /v3/payments/process waits for the gateway before answering 202. */
   PAYMENTS_SYNC_WAIT_MS: z.coerce.number().int().min(0).max(25_000).default(5000),
   /** Live-mode gateway for accounts that have not chosen one; default: stripe when STRIPE_API_KEY is set, else none (live payments refused). */
-  PAYMENTS_LIVE_GATEWAY: z.enum(['sandbox', 'stripe']).optional(),
+  PAYMENTS_LIVE_GATEWAY: z.enum(['sandbox', 'stripe', 'adyen', 'paypal']).optional(),
   /** Development only: let live-mode payments go through the sandbox gateway (no money moves). Logged as a warning at start. */
   PAYMENTS_LIVE_SANDBOX: bool.default(false),
   /** The HMAC key of card fingerprints; default: a key generated once per installation and kept in the database. */
@@ -84,6 +84,17 @@ const schema = z.object({
   STRIPE_API_KEY: z.string().regex(/^(sk|rk)_(test|live)_\w+$/, 'expected a Stripe secret key (sk_test_… or sk_live_…)').optional(),
   /** Another Stripe API base URL, e.g. stripe-mock's http://127.0.0.1:12111. */
   STRIPE_API_BASE: z.url().optional(),
+  /** Adyen adapter: API key, merchant account, TEST or LIVE, the live endpoint prefix, and another Checkout host (a local double). */
+  ADYEN_API_KEY: z.string().min(10).optional(),
+  ADYEN_MERCHANT_ACCOUNT: z.string().min(1).max(100).optional(),
+  ADYEN_ENVIRONMENT: z.enum(['TEST', 'LIVE']).default('TEST'),
+  ADYEN_LIVE_PREFIX: z.string().regex(/^[a-z0-9-]+$/, 'the prefix Adyen assigns, e.g. 1797a841fbb37ca7-AdyenDemo').optional(),
+  ADYEN_CHECKOUT_BASE: z.url().optional(),
+  /** PayPal adapter: REST app client id and secret, sandbox or live, and another API host (a local double). */
+  PAYPAL_CLIENT_ID: z.string().min(1).optional(),
+  PAYPAL_CLIENT_SECRET: z.string().min(1).optional(),
+  PAYPAL_ENVIRONMENT: z.enum(['sandbox', 'live']).default('sandbox'),
+  PAYPAL_API_BASE: z.url().optional(),
   /** Billing: a subscription's workflow continues as new after this many billing cycles (bounded history). */
   BILLING_CYCLES_PER_RUN: z.coerce.number().int().min(1).max(1000).default(12),
   /** Analytics: the directory generated report files are written to (created if missing). */
@@ -98,6 +109,12 @@ const schema = z.object({
       code: 'custom', path: ['PAYMENTS_LIVE_GATEWAY'],
       message: 'the sandbox moves no money: live mode uses it only with PAYMENTS_LIVE_SANDBOX=true (development)',
     });
+  }
+  if (config.ADYEN_API_KEY && !config.ADYEN_MERCHANT_ACCOUNT) {
+    ctx.addIssue({ code: 'custom', path: ['ADYEN_MERCHANT_ACCOUNT'], message: 'required with ADYEN_API_KEY (the merchant account payments are made for)' });
+  }
+  if (!!config.PAYPAL_CLIENT_ID !== !!config.PAYPAL_CLIENT_SECRET) {
+    ctx.addIssue({ code: 'custom', path: ['PAYPAL_CLIENT_SECRET'], message: 'PAYPAL_CLIENT_ID and PAYPAL_CLIENT_SECRET are set together' });
   }
 });
 

@@ -54,6 +54,9 @@ export const ID_PREFIX = {
   warehouseTransfer: 'wtr',
   transferReceipt: 'wrc',
   cycleCount: 'cc',
+  segment: 'seg',
+  invoiceTemplate: 'itpl',
+  routingRule: 'rrule',
   report: 'rpt',
 } as const;
 

@@ -2,6 +2,9 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { finishRun, runAction, startRun, type ActionInput } from '../../domain/crm/actions.ts';
 import type { ActionResult } from '../../domain/crm/entities.ts';
 import { scopedEm, type Scope } from '../../domain/scope.ts';
+import {
+  evaluateCustomerSegments, evaluateSegment, METRICS_BATCH, refreshCustomerMetrics, refreshStaleMetrics, segmentUsesMetrics,
+} from '../../domain/crm/segments.ts';
 
 export interface CrmActivityDeps {
   orm: MikroORM;
@@ -27,6 +30,21 @@ export function createCrmActivities({ orm }: CrmActivityDeps) {
     },
     async finishAutomationRun(ref: RunRef & { status: 'completed' | 'failed'; results: ActionResult[] }): Promise<void> {
       await finishRun(scopedEm(orm, scopeOf(ref)), scopeOf(ref), ref);
+    },
+    async segmentUsesMetrics(ref: Scope & { segmentId: string }): Promise<boolean> {
+      return segmentUsesMetrics(scopedEm(orm, scopeOf(ref)), scopeOf(ref), ref.segmentId);
+    },
+    async refreshStaleMetrics(ref: Scope & { after: string | null; staleAfterMs: number }): Promise<{ refreshed: number; last: string | null }> {
+      return refreshStaleMetrics(scopedEm(orm, scopeOf(ref)), scopeOf(ref), { after: ref.after, limit: METRICS_BATCH, staleAfterMs: ref.staleAfterMs });
+    },
+    async evaluateSegment(ref: Scope & { segmentId: string }): Promise<{ entered: number; left: number; members: number }> {
+      return evaluateSegment(scopedEm(orm, scopeOf(ref)), scopeOf(ref), ref.segmentId);
+    },
+    async refreshCustomerMetrics(ref: Scope & { customerId: string }): Promise<void> {
+      await refreshCustomerMetrics(scopedEm(orm, scopeOf(ref)), scopeOf(ref), [ref.customerId]);
+    },
+    async evaluateCustomerSegments(ref: Scope & { customerId: string }): Promise<{ entered: number; left: number }> {
+      return evaluateCustomerSegments(scopedEm(orm, scopeOf(ref)), scopeOf(ref), ref.customerId);
     },
   };
 }

@@ -48,6 +48,7 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
   // State and business rules
   invalid_state_transition: doc(409, 'Conflict', 'The resource\'s current state (`current_state`) does not allow this change.', 'Read the resource, and send only the transitions its state allows.'),
   request_rejected: doc(422, 'Unprocessable Content', 'A business rule refused the request.', 'Read `detail`, change the request accordingly and send it again.'),
+  default_template: doc(409, 'Conflict', "The invoice template is the account's default while other templates exist; an account keeps one default.", 'Make another template the default (PATCH is_default: true), then archive this one.'),
   subscription_not_active: doc(409, 'Conflict', 'The subscription takes no more usage in its status (`subscription_status`).', 'Record usage only for trialing, active, paused or past_due subscriptions.'),
   insufficient_stock: doc(409, 'Conflict', 'Not enough units are available to reserve (`sku`, `requested`, `available`).', 'Lower the quantity, or add stock first.'),
   sku_already_exists: doc(409, 'Conflict', 'Another product of the store already has this SKU.', 'Choose another SKU, or update the existing product.'),

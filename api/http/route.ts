@@ -14,7 +14,7 @@ import { state, type AuthContext } from './context.ts';
 import { applyIdempotency } from './idempotency.ts';
 import { controlCharacterErrors, unsafeIntegerMessage } from './input-limits.ts';
 import { RouteTable, type Method } from './route-table.ts';
-import { sendDocument } from './send.ts';
+import { sendDocument, writeRaw } from './send.ts';
 
 export type { Method } from './route-table.ts';
 const WITH_BODY: ReadonlySet<Method> = new Set(['post', 'put', 'patch']);
@@ -46,6 +46,8 @@ export interface HandlerResult {
   status?: number;
   body: unknown;
   headers?: Record<string, string>;
+  /** A binary answer (a GET with `produces`, e.g. a PDF): sent as is instead of `body`. */
+  raw?: Buffer;
 }
 
 /**
@@ -64,6 +66,8 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
   query?: z.ZodType<Q>;
   params?: z.ZodType<P>;
   response: z.ZodType;
+  /** The success answer is this binary media type (`raw`), not a JSON/XML document, e.g. application/pdf. */
+  produces?: string;
   status: number;
   /**
    * Further statuses the handler itself answers, for the OpenAPI document: with `schema`, a JSON
@@ -154,6 +158,7 @@ export function routeDispatcher(routes: RouteSpec<any, any, any>[], deps: AppDep
     const result = spec.temporal
       ? await deps.temporal.connection.withDeadline(Date.now() + deps.config.TEMPORAL_CALL_TIMEOUT_MS + (spec.temporalWaitMs?.(deps) ?? 0), run)
       : await run();
+    if (spec.produces && result.raw) return writeRaw(res, result.status ?? spec.status, { 'Content-Type': spec.produces, ...result.headers }, result.raw);
     await sendDocument(res, result.status ?? spec.status, result.body, { headers: result.headers });
   };
   const dispatch = (req: Request, res: Response, next: NextFunction): void => {

@@ -18,7 +18,7 @@ const subscriptionExample = (status: Subscription['status']): Subscription => ({
 });
 const invoiceExample = (status: Invoice['status']): Invoice => ({
   id: 'inv_01jpa7s8d2g4hm6q9v1x3z5b7n', object: 'invoice', livemode: false, customer_id: customerExample.id,
-  subscription_id: 'sub_01jpa7q2c9e1kx5f8h3m6r0t4v', status, currency: 'USD', subtotal: 4900, tax: 931, amount: 5831,
+  subscription_id: 'sub_01jpa7q2c9e1kx5f8h3m6r0t4v', number: status === 'draft' ? null : 'INV-2025-000042', template_id: null, status, currency: 'USD', subtotal: 4900, tax: 931, amount: 5831,
   amount_due: status === 'paid' ? 0 : 5831, amount_paid: status === 'paid' ? 5831 : 0, due_date: '2025-03-14',
   period_start: '2025-02-14T09:30:00.000Z', period_end: ts,
   line_items: [{
@@ -27,7 +27,8 @@ const invoiceExample = (status: Invoice['status']): Invoice => ({
   }],
   taxes: [{ tax_rate_id: 'txr_01jpa7r5c1f3gl5p8u0w2y4a6m', name: 'USt', jurisdiction: 'DE', percentage: '19', taxable_amount: 4900, amount: 931 }],
   payment_method: 'visa **** 4242', auto_collection: true, attempt_count: status === 'open' ? 0 : 1,
-  last_payment_id: status === 'open' ? null : 'pay_01jpa7v0f4j6kn8r1w3y5a7c9e', paid_at: status === 'paid' ? ts : null, created_at: ts,
+  last_payment_id: status === 'open' ? null : 'pay_01jpa7v0f4j6kn8r1w3y5a7c9e', paid_at: status === 'paid' ? ts : null,
+  finalized_at: status === 'draft' ? null : ts, created_at: ts,
 });
 
 /** Events the billing area records. */
@@ -55,6 +56,11 @@ export const billingEvents = [
   eventKind({
     type: 'invoice.created', aboutCustomer: true, schema: invoiceSchema,
     description: 'An invoice was issued.',
+    example: invoiceExample('open'),
+  }),
+  eventKind({
+    type: 'invoice.finalized', aboutCustomer: true, schema: invoiceSchema,
+    description: 'A draft invoice was finalised: it has its number and is open for payment.',
     example: invoiceExample('open'),
   }),
   eventKind({

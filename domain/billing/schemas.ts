@@ -26,18 +26,22 @@ export const subscriptionSchema = z.object({
 }).meta({ id: 'Subscription' });
 
 export const invoiceSchema = z.object({
-  id: z.string(), object: z.literal('invoice'), livemode: z.boolean(), customer_id: z.string(), subscription_id: z.string(),
-  status: z.enum(['open', 'paid', 'uncollectible', 'void']), currency: z.string(),
+  id: z.string(), object: z.literal('invoice'), livemode: z.boolean(), customer_id: z.string(),
+  subscription_id: z.string().nullable().describe('Null for a one-off invoice (POST /v3/invoices).'),
+  number: z.string().nullable().describe('Gap-free per account, mode and prefix (e.g. INV-2026-000123), assigned when the invoice is finalised; null on drafts.'),
+  template_id: z.string().nullable().describe('The invoice template it renders with; null: the account default (or the built-in one).'),
+  status: z.enum(['draft', 'open', 'paid', 'uncollectible', 'void']), currency: z.string(),
   subtotal: z.number().int(), tax: z.number().int(), amount: z.number().int().describe('Total in minor units (subtotal + tax).'),
   amount_due: z.number().int(), amount_paid: z.number().int(), due_date: z.string(), period_start: z.string(), period_end: z.string(),
   line_items: z.array(z.object({
-    type: z.enum(['subscription', 'usage', 'proration']), description: z.string(), quantity: z.string(), unit_amount: z.string().nullable(),
+    type: z.enum(['subscription', 'usage', 'proration', 'one_off']), description: z.string(), quantity: z.string(), unit_amount: z.string().nullable(),
     amount: z.number().int(), period: z.object({ start: z.string(), end: z.string() }),
     tax_amounts: z.array(z.object({ tax_rate_id: z.string(), amount: z.number().int() })),
   })),
   taxes: z.array(z.object({ tax_rate_id: z.string(), name: z.string(), jurisdiction: z.string(), percentage: z.string(), taxable_amount: z.number().int(), amount: z.number().int() })),
   payment_method: z.string().nullable().describe('Masked card descriptor, e.g. "visa **** 4242".'),
-  auto_collection: z.boolean(), attempt_count: z.number().int(), last_payment_id: z.string().nullable(), paid_at: z.string().nullable(), created_at: z.string(),
+  auto_collection: z.boolean(), attempt_count: z.number().int(), last_payment_id: z.string().nullable(), paid_at: z.string().nullable(),
+  finalized_at: z.string().nullable(), created_at: z.string(),
 }).meta({ id: 'Invoice' });
 
 export const taxRateSchema = z.object({

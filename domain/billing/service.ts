@@ -12,6 +12,8 @@ import {
 import type { InvoiceView, PlanView, SubscriptionView, TaxRateView, TestClockView, UsageRecordView } from './schemas.ts';
 import { BillingPlan, Invoice, Subscription, TaxRate, TestClock, UsageRecord } from './entities.ts';
 import { taxOn, toMicro, fromMicro, usageLines } from './pricing.ts';
+import { nextInvoiceNumber } from './invoice-numbers.ts';
+import { resolveTemplate } from './invoice-templates.ts';
 
 export type { PlanView, TaxRateView, TestClockView, UsageRecordView } from './schemas.ts';
 
@@ -217,11 +219,13 @@ export async function saveSubscription(em: EntityManager, snap: SubscriptionSnap
 
 export function invoiceView(i: Invoice): InvoiceView {
   return {
-    id: i.id, object: 'invoice', livemode: i.livemode, customer_id: i.customerId, subscription_id: i.subscriptionId, status: i.status,
+    id: i.id, object: 'invoice', livemode: i.livemode, customer_id: i.customerId, subscription_id: i.subscriptionId ?? null,
+    number: i.number ?? null, template_id: i.templateId ?? null, status: i.status,
     currency: i.currency, subtotal: i.subtotal, tax: i.tax, amount: i.amount, amount_due: i.status === 'paid' ? 0 : i.amount - i.amountPaid,
     amount_paid: i.amountPaid, due_date: i.dueDate, period_start: i.periodStart.toISOString(), period_end: i.periodEnd.toISOString(),
     line_items: i.lineItems, taxes: i.taxes, payment_method: i.paymentMethod ?? null, auto_collection: i.autoCollection,
-    attempt_count: i.attemptCount, last_payment_id: i.lastPaymentId ?? null, paid_at: iso(i.paidAt), created_at: i.createdAt.toISOString(),
+    attempt_count: i.attemptCount, last_payment_id: i.lastPaymentId ?? null, paid_at: iso(i.paidAt), finalized_at: iso(i.finalizedAt),
+    created_at: i.createdAt.toISOString(),
   };
 }
 
@@ -311,8 +315,11 @@ export async function createPeriodInvoice(em: EntityManager, input: CreateInvoic
     const subtotal = Math.max(0, taxed.reduce((n, l) => n + l.amount, 0));
     const tax = Math.max(0, taxes.reduce((n, t) => n + t.amount, 0));
     const at = new Date(input.at);
+    // Issued finalised: its number now (the invoice's year on the subscription's clock), gap-free (invoice-documents.ts).
+    const template = await resolveTemplate(tx, scope, { subscriptionId: input.subscriptionId, customerId: input.customerId });
+    const number = await nextInvoiceNumber(tx, scope, template.numberPrefix, at);
     const invoice = tx.create(Invoice, {
-      id: invoiceId, ...scopeColumns(scope), customerId: input.customerId, subscriptionId: input.subscriptionId,
+      id: invoiceId, ...scopeColumns(scope), customerId: input.customerId, subscriptionId: input.subscriptionId, number, templateId: template.id, finalizedAt: at,
       status: subtotal + tax === 0 ? 'paid' : 'open', currency: input.plan.currency, subtotal, tax, amount: subtotal + tax, amountPaid: 0,
       periodStart: new Date(input.periodStart), periodEnd: new Date(input.periodEnd),
       dueDate: isoDay(input.autoCollection ? input.at : input.at + input.daysUntilDue * DAY_MS),

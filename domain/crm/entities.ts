@@ -1,5 +1,6 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { scopeFilter, scopedColumns } from '../scope.ts';
+import type { SegmentRuleGroup } from './segment-rules.ts';
 
 export const INTERACTION_TYPES = ['call', 'email', 'meeting', 'chat', 'support_ticket'] as const;
 export type InteractionType = (typeof INTERACTION_TYPES)[number];
@@ -149,3 +150,26 @@ export const CrmMessage = defineEntity({
   },
 });
 export type CrmMessage = InferEntity<typeof CrmMessage>;
+
+export const SEGMENT_STATUSES = ['active', 'archived'] as const;
+
+/** A saved customer segment: rules over customer fields and metrics (domain/crm/segments.ts). */
+export const Segment = defineEntity({
+  name: 'Segment',
+  tableName: 'crm_segments',
+  filters: scopeFilter,
+  properties: {
+    ...scopedColumns(),
+    name: p.text(),
+    description: p.text().nullable(),
+    rules: p.json<SegmentRuleGroup>(),
+    status: p.enum(SEGMENT_STATUSES),
+    rulesVersion: p.integer(),
+    memberCount: p.integer(),
+    lastEvaluatedAt: p.datetime().nullable(),
+    metadata: p.json<Record<string, string>>(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+  },
+});
+export type Segment = InferEntity<typeof Segment>;

@@ -2,3 +2,4 @@
 export { Customer } from './entities.ts';
 export { checkCustomers, customerView } from './service.ts';
 export { customerExample } from './events.ts';
+export { CUSTOMER_TYPES, customerSchema, type CustomerView } from './schemas.ts';

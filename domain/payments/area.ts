@@ -1,11 +1,13 @@
 import { createPaymentActivities } from '../../activities/payments/index.ts';
 import { paymentsAdminRouter } from '../../api/admin/payments/router.ts';
 import { paymentRoutes } from '../../api/v3/payments/routes.ts';
+import { routingRoutes } from '../../api/v3/payments/routing.ts';
 import { nativePool } from '../../db/pool.ts';
 import { Migration0004Payments } from '../../db/migrations/0004-payments.ts';
 import { Migration0012PaymentsSplitFunding } from '../../db/migrations/0012-payments-split-funding.ts';
+import { Migration0082PaymentsGatewayRouting } from '../../db/migrations/0082-payments-gateway-routing.ts';
 import { defineArea } from '../../platform/area.ts';
-import { Payment, PaymentGatewaySetting, PaymentRefund, PaymentTransfer } from './entities.ts';
+import { Payment, PaymentGatewaySetting, PaymentRefund, PaymentRoutingRule, PaymentTransfer } from './entities.ts';
 import { paymentEvents } from './events.ts';
 import type { SavedCards } from './process.ts';
 import { createPaymentGateways, type PaymentGateways } from './gateways/index.ts';
@@ -23,13 +25,14 @@ declare module '../../platform/services.ts' {
 export const paymentsArea = defineArea({
   name: 'payments',
   permissions: ['payments'],
-  routes: paymentRoutes,
+  routes: [...paymentRoutes, ...routingRoutes],
   workflows: new URL('../../workflows/payments/index.ts', import.meta.url),
   activities: createPaymentActivities,
-  entities: [Payment, PaymentRefund, PaymentTransfer, PaymentGatewaySetting],
+  entities: [Payment, PaymentRefund, PaymentTransfer, PaymentGatewaySetting, PaymentRoutingRule],
   migrations: [
     { name: '0004-payments', class: Migration0004Payments },
     { name: '0012-payments-split-funding', class: Migration0012PaymentsSplitFunding },
+    { name: '0082-payments-gateway-routing', class: Migration0082PaymentsGatewayRouting },
   ],
   events: paymentEvents,
   services: ({ config, orm, logger }) => {

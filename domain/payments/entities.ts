@@ -1,5 +1,6 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { scopeFilter, scopedColumns } from '../scope.ts';
+import type { PaymentRouting, RoutingConditions } from './schemas.ts';
 
 export const PAYMENT_STATUSES = ['processing', 'succeeded', 'failed', 'partially_refunded', 'refunded'] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
@@ -30,6 +31,8 @@ export const Payment = defineEntity({
     /** What paid for it: a card charge, or (marketplace splits only) the platform's gateway balance. */
     funding: p.enum(PAYMENT_FUNDINGS).default('card'),
     /** Card columns: null for a payment funded by the platform balance. */
+    /** How the gateway was chosen (domain/payments/routing.ts); null for payments made before routing existed. */
+    routing: p.json<PaymentRouting>().nullable(),
     cardBrand: p.string().nullable(),
     cardLast4: p.string().nullable(),
     cardExpMonth: p.smallint().nullable(),
@@ -111,8 +114,26 @@ export const PaymentGatewaySetting = defineEntity({
   tableName: 'payment_gateway_settings',
   properties: {
     accountId: p.string().primary(),
-    liveGateway: p.enum(['sandbox', 'stripe'] as const),
+    liveGateway: p.enum(['sandbox', 'stripe', 'adyen', 'paypal'] as const),
     updatedAt: p.datetime().onCreate(() => new Date()),
   },
 });
 export type PaymentGatewaySetting = InferEntity<typeof PaymentGatewaySetting>;
+
+/** A routing rule of an account and mode (domain/payments/routing.ts). */
+export const PaymentRoutingRule = defineEntity({
+  name: 'PaymentRoutingRule',
+  tableName: 'payment_routing_rules',
+  filters: scopeFilter,
+  properties: {
+    ...scopedColumns(),
+    name: p.text(),
+    priority: p.integer(),
+    conditions: p.json<RoutingConditions>(),
+    gateways: p.array().$type<string[]>(),
+    enabled: p.boolean(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+  },
+});
+export type PaymentRoutingRule = InferEntity<typeof PaymentRoutingRule>;

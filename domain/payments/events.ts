@@ -8,7 +8,8 @@ type Payment = z.input<typeof paymentSchema>;
 
 const paymentExample = (status: Payment['status']): Payment => ({
   id: 'pay_01jpa7v0f4j6kn8r1w3y5a7c9e', object: 'payment', livemode: false, status, amount: 4900,
-  amount_refunded: status === 'refunded' ? 4900 : 0, currency: 'USD', gateway: 'sandbox', created: ts, created_at: ts, updated_at: ts,
+  amount_refunded: status === 'refunded' ? 4900 : 0, currency: 'USD', gateway: 'sandbox',
+  routing: { rule_id: null, reason: 'test mode: the sandbox (no routing rule matched)', failed_over: [] }, created: ts, created_at: ts, updated_at: ts,
   customer_id: customerExample.id, description: 'Pro plan, March', fraud_protection: true,
   payment_method: { type: 'card', card: { brand: 'visa', last4: '4242', exp_month: 12, exp_year: 2030 } }, funding: 'card',
   risk_score: 12, settlement: { expected_date: status === 'failed' ? null : '2025-03-16', fees: status === 'failed' ? null : 172 },

@@ -12,7 +12,9 @@ import {
 } from '../../workflows/payments/shared.ts';
 import { checkCustomers } from '../customers/public.ts';
 import type { Scope } from '../scope.ts';
-import type { CardInput, CardOnFile } from './cards.ts';
+import { cardBrand, type CardInput, type CardOnFile } from './cards.ts';
+import { routePayment, tokenizeWithFailover } from './routing.ts';
+import type { PaymentRouting } from './schemas.ts';
 import type { PaymentGateways } from './gateways/index.ts';
 import { stripeAmountProblem } from './gateways/stripe-amounts.ts';
 import { CardRejectedError, GatewayRejectedError, GatewayUnavailableError, type GatewayName } from './gateways/types.ts';
@@ -74,6 +76,10 @@ export async function chooseGateway(ctx: PaymentsContext, scope: Scope): Promise
     throw refuse('This account\'s live payments go through Stripe, which is not configured on this server; nothing was charged.',
       'Set STRIPE_API_KEY on the server, then retry.');
   }
+  if (!ctx.gateways.configured(name)) {
+    throw refuse(`This account's live payments go through ${name}, which is not configured on this server; nothing was charged.`,
+      `Configure the ${name} gateway on the server (see the README's payment settings), then retry.`);
+  }
   if (name === 'sandbox' && scope.livemode && !ctx.gateways.liveSandboxAllowed) {
     throw refuse('This account\'s live payments are set to the sandbox gateway, which moves no money and serves live mode only on development servers; nothing was charged.',
       'Choose the stripe gateway for the account (admin payments.setLiveGateway), or on a development server set PAYMENTS_LIVE_SANDBOX=true.');
@@ -95,16 +101,21 @@ export async function tokenize(ctx: PaymentsContext, gateway: GatewayName, card:
   try {
     return await ctx.gateways.get(gateway).tokenizeCard(card);
   } catch (err) {
-    if (err instanceof CardRejectedError) throw cardDeclined(err.declineCode, err.message, null);
-    if (err instanceof GatewayRejectedError) {
-      throw new ApiError({
-        status: 422, code: 'card_invalid', title: 'Card Invalid', detail: err.message,
-        suggestion: 'Check the card details and try again.', errors: [{ path: 'payment_method.card', message: err.message }],
-      });
-    }
-    if (err instanceof GatewayUnavailableError) throw gatewayUnavailable();
-    throw err;
+    throw tokenizeProblem(err);
   }
+}
+
+/** A tokenization failure as the API's answer (402 declined, 422 invalid, 503 unreachable). */
+function tokenizeProblem(err: unknown): unknown {
+  if (err instanceof CardRejectedError) return cardDeclined(err.declineCode, err.message, null);
+  if (err instanceof GatewayRejectedError) {
+    return new ApiError({
+      status: 422, code: 'card_invalid', title: 'Card Invalid', detail: err.message,
+      suggestion: 'Check the card details and try again.', errors: [{ path: 'payment_method.card', message: err.message }],
+    });
+  }
+  if (err instanceof GatewayUnavailableError) return gatewayUnavailable();
+  return err;
 }
 
 export function gatewayUnavailable(): ApiError {
@@ -163,11 +174,18 @@ export async function processPayment(ctx: PaymentsContext, scope: Scope, card: C
   }
   const missing = await checkCustomers(ctx.em, input.customerId ? [['customer_id', input.customerId]] : []);
   if (missing.length) throw validationFailed(missing);
-  const gateway = await chooseGateway(ctx, scope);
-  const amountProblems = gatewayAmountProblems(gateway, input.currency, [['amount', input.amount]]);
-  if (amountProblems.length) throw validationFailed(amountProblems);
-  const onFile = await tokenize(ctx, gateway, card);
-  return chargeCardOnFile(ctx, scope, gateway, onFile, input);
+  // Routing rules first (domain/payments/routing.ts); without a matching rule, the account's gateway.
+  const decision = await routePayment(ctx.em, ctx.gateways, scope, { currency: input.currency, amount: input.amount, brand: cardBrand(card.number) })
+    ?? { candidates: [await chooseGateway(ctx, scope)], ruleId: null, reason: scope.livemode ? 'the account\'s live gateway (no routing rule matched)' : 'test mode: the sandbox (no routing rule matched)' };
+  const amountProblems = decision.candidates.flatMap((g) => gatewayAmountProblems(g, input.currency, [['amount', input.amount]]));
+  if (amountProblems.length) throw validationFailed(amountProblems.slice(0, 1));
+  let routed;
+  try {
+    routed = await tokenizeWithFailover(ctx.gateways, decision, card);
+  } catch (err) {
+    throw err instanceof ApiError ? err : tokenizeProblem(err);
+  }
+  return chargeCardOnFile(ctx, scope, routed.gateway, routed.onFile, input, undefined, routed.routing);
 }
 
 /** A marketplace split's charge: the amount and currency come from `split`. */
@@ -214,7 +232,7 @@ export async function processSplitPayment(ctx: PaymentsContext, scope: Scope, ca
   return startPaymentWorkflow(ctx, scope, paymentInput(scope, gateway, null, chargeInput, planned.plan));
 }
 
-function paymentInput(scope: Scope, gateway: GatewayName, card: CardOnFile | null, input: ChargeInput, split?: SplitPlan): PaymentWorkflowInput {
+function paymentInput(scope: Scope, gateway: GatewayName, card: CardOnFile | null, input: ChargeInput, split?: SplitPlan, routing?: PaymentRouting): PaymentWorkflowInput {
   return {
     paymentId: newId('payment'),
     accountId: scope.accountId,
@@ -231,6 +249,7 @@ function paymentInput(scope: Scope, gateway: GatewayName, card: CardOnFile | nul
     metadata: input.metadata,
     requestIdempotencyKey: input.requestIdempotencyKey,
     requestId: input.requestId,
+    ...(routing ? { routing } : {}),
     ...(split ? {
       split: {
         requestedFee: split.requestedFee,
@@ -245,11 +264,11 @@ function paymentInput(scope: Scope, gateway: GatewayName, card: CardOnFile | nul
 
 /** Charges a card that is already tokenized (billing's saved cards go through here). */
 export async function chargeCardOnFile(
-  ctx: PaymentsContext, scope: Scope, gateway: GatewayName, card: CardOnFile, input: ChargeInput, split?: SplitPlan,
+  ctx: PaymentsContext, scope: Scope, gateway: GatewayName, card: CardOnFile, input: ChargeInput, split?: SplitPlan, routing?: PaymentRouting,
 ): Promise<PaymentView> {
   const amountProblems = gatewayAmountProblems(gateway, input.currency, [['amount', input.amount]]);
   if (amountProblems.length) throw validationFailed(amountProblems);
-  return startPaymentWorkflow(ctx, scope, paymentInput(scope, gateway, card, input, split));
+  return startPaymentWorkflow(ctx, scope, paymentInput(scope, gateway, card, input, split, routing));
 }
 
 export async function refundPayment(

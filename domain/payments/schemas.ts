@@ -21,6 +21,11 @@ export const paymentSchema = z.object({
   amount_refunded: z.number().int(),
   currency: z.string(),
   gateway: z.string(),
+  routing: z.object({
+    rule_id: z.string().nullable().describe('The routing rule that chose the gateway; null: the account or server default.'),
+    reason: z.string().describe('Why this gateway, in words.'),
+    failed_over: z.array(z.object({ gateway: z.string(), message: z.string() })).describe('Gateways tried first that were down before any charge was attempted.'),
+  }).nullable().describe('How the gateway was chosen; null for payments made before routing existed.'),
   created: z.iso.datetime(),
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),
@@ -55,6 +60,25 @@ export const refundSchema = z.object({
   created_at: z.iso.datetime(),
 }).meta({ id: 'Refund' });
 
+export const routingConditionsSchema = z.strictObject({
+  currencies: z.array(z.string().regex(/^[A-Za-z]{3}$/, 'expected ISO 4217 codes such as EUR').transform((c) => c.toUpperCase())).min(1).max(50).optional(),
+  amount_gte: z.number().int().min(0).max(99_999_999_999).optional().describe('Minor units of the payment currency.'),
+  amount_lte: z.number().int().min(0).max(99_999_999_999).optional(),
+  card_brands: z.array(z.enum(['visa', 'mastercard', 'amex', 'discover', 'diners', 'jcb', 'unionpay', 'unknown'])).min(1).max(8).optional(),
+}).describe('All given conditions must hold; none: every payment.');
+
+export const routingRuleSchema = z.object({
+  id: z.string(), object: z.literal('routing_rule'), livemode: z.boolean(), name: z.string(), priority: z.number().int(),
+  conditions: z.object({
+    currencies: z.array(z.string()).optional(), amount_gte: z.number().int().optional(), amount_lte: z.number().int().optional(), card_brands: z.array(z.string()).optional(),
+  }),
+  gateways: z.array(z.string()).describe('In order: the first usable one is chosen; the next ones are the failover.'),
+  enabled: z.boolean(), created_at: z.iso.datetime(), updated_at: z.iso.datetime(),
+}).meta({ id: 'RoutingRule' });
+
+export type RoutingConditions = z.output<typeof routingConditionsSchema>;
+export type RoutingRuleView = z.output<typeof routingRuleSchema>;
+export type PaymentRouting = NonNullable<z.output<typeof paymentSchema>['routing']>;
 export type TransferView = z.output<typeof transferSchema>;
 /** The Payment status resource. */
 export type PaymentView = z.output<typeof paymentSchema>;

@@ -63,6 +63,11 @@ const FACTORIES: Record<string, Factory> = {
   rule_id: async () => (await create(http, owner, '/v3/crm/tasks/automation', {
     name: 'Isolation rule', trigger: { event: 'order.created' }, actions: [{ type: 'add_segment', segment: 'iso' }],
   })).id,
+  routing_rule_id: async () => (await create(http, owner, '/v3/payments/routing_rules', { name: 'Isolation routing', gateways: ['sandbox'] })).id,
+  template_id: async () => (await create(http, owner, '/v3/invoice_templates', { name: 'Isolation template' })).id,
+  segment_id: async () => (await create(http, owner, '/v3/segments', {
+    name: 'Isolation segment', rules: { match: 'all', conditions: [{ field: 'segments', operator: 'contains', value: 'iso' }] },
+  })).id,
   task_id: async (ids) => (await create(http, owner, '/v3/crm/tasks', { title: 'Isolation task', customer_id: ids.customer_id })).id,
   webhook_id: async () => (await create(http, owner, '/v3/webhooks', { url: receiver.url, events: ['customer.updated'] })).id,
   delivery_id: async (ids) => {
@@ -120,6 +125,11 @@ const BODIES: Record<string, unknown> = {
   'post /v3/customers/{customer_id}/touchpoints': { type: 'website_visit', source: 'hijack' },
   'patch /v3/crm/tasks/automation/{rule_id}': { enabled: false },
   'patch /v3/webhooks/{webhook_id}': { enabled: false },
+  'patch /v3/segments/{segment_id}': { name: 'Hijacked' },
+  'patch /v3/invoice_templates/{template_id}': { name: 'Hijacked' },
+  'patch /v3/payments/routing_rules/{routing_rule_id}': { enabled: false },
+  'put /v3/customers/{customer_id}/invoice_template': { template_id: null },
+  'put /v3/subscriptions/{subscription_id}/invoice_template': { template_id: null },
   'post /v3/webhooks/{webhook_id}/test': { event_type: 'customer.updated' },
   'post /v3/communications/pbx/{pbx_id}/extensions': { extension: '202' },
   'patch /v3/communications/pbx/{pbx_id}/extensions/{extension_id}': { status: 'dnd' },

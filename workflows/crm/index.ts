@@ -1,2 +1,3 @@
 /** The CRM area's workflows. */
 export { crmAutomationWorkflow } from './automation.ts';
+export { customerSegmentsWorkflow, segmentEvaluationWorkflow } from './segments.ts';

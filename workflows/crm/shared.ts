@@ -23,3 +23,38 @@ export interface AutomationRunInput {
 }
 
 export type { ActionResult, RuleAction };
+
+/** A full evaluation of a segment (on create, on rule change, on demand): one per rules version and request. */
+export function segmentEvaluationWorkflowId(segmentId: string, suffix: string): string {
+  return `segment-evaluation-${segmentId}-${suffix}`;
+}
+/** The schedule that re-evaluates a segment every night, and the id of the workflows it starts. */
+export function segmentScheduleId(segmentId: string): string {
+  return `segment-nightly-${segmentId}`;
+}
+/** The refresh of one customer's memberships after an event about them. */
+export function customerSegmentsWorkflowId(customerId: string, eventId: string): string {
+  return `segment-membership-${customerId}-${eventId}`;
+}
+
+export interface SegmentEvaluationInput {
+  accountId: string;
+  livemode: boolean;
+  segmentId: string;
+  /** Refresh metric snapshots older than this first (nightly); 0: only missing ones. */
+  staleAfterMs: number;
+}
+
+export interface SegmentEvaluationResult {
+  entered: number;
+  left: number;
+  members: number;
+  metricsRefreshed: number;
+}
+
+export interface CustomerSegmentsInput {
+  accountId: string;
+  livemode: boolean;
+  customerId: string;
+  eventId: string;
+}

@@ -4,7 +4,7 @@
  */
 import { defineUpdate, type ActivityOptions } from '@temporalio/workflow';
 import type { z } from 'zod';
-import type { paymentSchema, refundSchema, transferSchema } from '../../domain/payments/schemas.ts';
+import type { PaymentRouting, paymentSchema, refundSchema, transferSchema } from '../../domain/payments/schemas.ts';
 import type { CardOnFile } from '../../domain/payments/cards.ts';
 import type { GatewayName } from '../../domain/payments/gateways/types.ts';
 import { workflowIds } from '../kit/ids.ts';
@@ -53,6 +53,8 @@ export interface PaymentWorkflowInput {
   /** The request's Idempotency-Key: a payment is made once per key, even across API crashes. */
   requestIdempotencyKey: string | null;
   requestId: string | null;
+  /** How the gateway was chosen (shown on the payment). */
+  routing?: PaymentRouting;
   split?: {
     requestedFee: number;
     platformFee: number;

@@ -208,7 +208,7 @@ export const billingRoutes = [
     permission: 'billing:read',
     query: z.strictObject({
       ...listQuery, customer_id: csv(id).optional(), subscription_id: csv(id).optional(),
-      status: csv(z.enum(['open', 'paid', 'uncollectible', 'void'])).optional(),
+      status: csv(z.enum(['draft', 'open', 'paid', 'uncollectible', 'void'])).optional(),
     }),
     item: invoiceSchema,
     list: ({ em, query }, page) => listInvoices(em(), query, page),

@@ -5,7 +5,7 @@ import type { CardInput, CardOnFile } from '../cards.ts';
  * derived from our own ids, so a retried activity (or a retried request) reaches the gateway as
  * the same operation and money moves once.
  */
-export const GATEWAY_NAMES = ['sandbox', 'stripe'] as const;
+export const GATEWAY_NAMES = ['sandbox', 'stripe', 'adyen', 'paypal'] as const;
 export type GatewayName = (typeof GATEWAY_NAMES)[number];
 
 /**
