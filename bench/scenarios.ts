@@ -13,4 +13,4 @@ import { scenario as warehouses } from './warehouses.ts';
 import { scenario as webhooks } from './webhooks.ts';
 
 /** Every benchmark `npm run bench` runs, in order. `npm run bench -- <name-substring>` runs a subset. */
-export const scenarios: Scenario[] = [foundation, webhooks, payments, commerce, billing, communications, shipping, erp, rewards, warehouses, segments, analytics];
+export const scenarios: Scenario[] = [foundation, webhooks, payments, commerce, billing, communications, shipping, erp, rewards, warehouses, analytics, segments];
