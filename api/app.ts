@@ -16,7 +16,8 @@ import type { AppDeps } from './http/deps.ts';
 import { hasBody, isJsonContentType } from './http/body.ts';
 import { state } from './http/context.ts';
 import { fallbackHandler } from './http/fallback.ts';
-import { negotiate } from './http/negotiate.ts';
+import { acceptsAny, negotiate, notAcceptable } from './http/negotiate.ts';
+import { binaryMediaTypes } from './http/route.ts';
 import { ERROR_CODES } from './http/error-codes.ts';
 import { errorHandler, sendProblem } from './http/problems.ts';
 import { routeDispatcher } from './http/route.ts';
@@ -25,6 +26,9 @@ import { sendDocument } from './http/send.ts';
 import { buildOpenApi, type ExtraRoute } from './openapi.ts';
 
 export const API_VERSION = '3.2.1';
+
+/** Every binary media type a /v3 route answers (see `binaryMediaTypes`). */
+const BINARY_MEDIA_TYPES = [...new Set(v3Routes.flatMap(binaryMediaTypes))];
 
 
 const readiness = z.object({
@@ -100,13 +104,11 @@ export function createApp(deps: AppDeps): express.Express {
     });
 
     const format = negotiate(req.headers.accept);
-    // The /docs pages are HTML: a browser's `Accept: text/html` is theirs to answer.
+    // The /docs pages are HTML: a browser's `Accept: text/html` is theirs to answer. A header that
+    // admits only a binary type some route answers (a PDF, a recording) is for that route to judge.
     if (!format && !(req.method === 'GET' && (req.path === '/docs' || req.path.startsWith('/docs/')))) {
-      return next(new ApiError({
-        status: 406, code: 'not_acceptable', title: 'Not Acceptable',
-        detail: `Cannot answer with ${req.headers.accept}.`,
-        suggestion: 'Send Accept: application/json (the default) or Accept: application/xml.',
-      }));
+      if (!acceptsAny(req.headers.accept, BINARY_MEDIA_TYPES)) return next(notAcceptable(req.headers.accept));
+      st.binaryOnly = true;
     }
     st.format = format ?? 'json';
     if (['POST', 'PUT', 'PATCH'].includes(req.method) && hasBody(req) && !isJsonContentType(req) && !req.path.startsWith('/admin/')) {

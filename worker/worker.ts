@@ -163,6 +163,10 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
         interceptors: { activity: [...ACTIVITY_INTERCEPTORS] },
         sinks: { exporter: workflowSpans },
         shutdownGraceTime: '10s',
+        // An activity that ignores its cancellation (one blocked on a call without a deadline) must
+        // not hold a shutdown for ever: past this the worker stops anyway and the activity is retried
+        // elsewhere after its timeout.
+        shutdownForceTime: '30s',
         stickyQueueScheduleToStartTimeout: config.TEMPORAL_STICKY_QUEUE_TIMEOUT_MS,
       })),
   );

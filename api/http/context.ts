@@ -15,6 +15,8 @@ export interface RequestState {
   requestId: string;
   startedAt: bigint;
   format: Format;
+  /** The Accept header admits no JSON or XML, only a binary type some route answers (checked once the route is known). */
+  binaryOnly?: boolean;
   /** The matched route's template (`/v3/payments/{payment_id}/status`), for metrics and the trace. */
   route?: string;
   auth?: AuthContext;

@@ -1,4 +1,5 @@
 import Negotiator from 'negotiator';
+import { ApiError } from '../../platform/errors.ts';
 import type { Format } from './context.ts';
 
 /**
@@ -35,4 +36,19 @@ export function negotiate(accept: string | undefined): Format | null {
   if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);
   cache.set(accept, format);
   return format;
+}
+
+/** Whether `accept` admits one of `types` (a route's binary answer: application/pdf, audio/wav …). */
+export function acceptsAny(accept: string | undefined, types: readonly string[]): boolean {
+  if (!accept || types.length === 0) return !accept;
+  return new Negotiator({ headers: { accept } }).mediaTypes([...types]).length > 0;
+}
+
+/** 406: nothing this server (or this route) answers is acceptable. */
+export function notAcceptable(accept: string | undefined, answers = 'Accept: application/json (the default) or Accept: application/xml'): ApiError {
+  return new ApiError({
+    status: 406, code: 'not_acceptable', title: 'Not Acceptable',
+    detail: `Cannot answer with ${accept}.`,
+    suggestion: `Send ${answers}.`,
+  });
 }

@@ -11,6 +11,7 @@ import type { AppDeps } from './deps.ts';
 import { admit, requirePermission } from './admission.ts';
 import { DEFAULT_BODY_LIMIT, parseJson, readRawBody } from './body.ts';
 import { state, type AuthContext } from './context.ts';
+import { acceptsAny, notAcceptable } from './negotiate.ts';
 import { applyIdempotency } from './idempotency.ts';
 import { controlCharacterErrors, unsafeIntegerMessage } from './input-limits.ts';
 import { RouteTable, type Method } from './route-table.ts';
@@ -137,6 +138,10 @@ export function routeDispatcher(routes: RouteSpec<any, any, any>[], deps: AppDep
   const idempotency = new IdempotencyStore(deps.pool, deps.concurrency.instanceId);
   const table = new RouteTable(routes);
   const serve = async (spec: RouteSpec<any, any, any>, req: Request, res: Response): Promise<void> => {
+    if (state(res).binaryOnly && !acceptsAny(req.headers.accept, binaryMediaTypes(spec))) {
+      throw notAcceptable(req.headers.accept, binaryMediaTypes(spec).length
+        ? `Accept: ${binaryMediaTypes(spec).join(' or ')} (or application/json)` : undefined);
+    }
     const auth = await admit(deps, req, res);
     addLogContext({ account_id: auth.accountId, mode: auth.livemode ? 'live' : 'test' });
     requirePermission(auth, spec.permission);
@@ -175,4 +180,11 @@ export function routeDispatcher(routes: RouteSpec<any, any, any>[], deps: AppDep
   };
   /** What it serves, for introspection (the OpenAPI completeness test). */
   return Object.assign(dispatch, { table });
+}
+
+/** The binary media types a route answers on success (`produces` or `binary`); none for a JSON/XML route. */
+export function binaryMediaTypes(spec: Pick<RouteSpec<any, any, any>, 'produces' | 'binary'>): string[] {
+  if (spec.produces) return [spec.produces];
+  if (spec.binary) return typeof spec.binary.mediaType === 'string' ? [spec.binary.mediaType] : [...spec.binary.mediaType];
+  return [];
 }

@@ -1,4 +1,4 @@
-import { parsePhoneNumber } from 'awesome-phonenumber';
+import { getSupportedRegionCodes, parsePhoneNumber } from 'awesome-phonenumber';
 import { z } from 'zod';
 
 /**
@@ -37,3 +37,12 @@ export const phoneNumber = z
     return parsed.e164;
   })
   .meta({ example: '+14155550123', description: 'E.164: a leading + and the country code.' });
+
+const REGIONS = new Set(getSupportedRegionCodes());
+
+/** A request field holding a country with its own numbering plan: ISO 3166 alpha-2, answered in upper case. */
+export const phoneCountry = z
+  .string()
+  .regex(/^[A-Za-z]{2}$/, 'expected an ISO 3166 alpha-2 country code such as GB')
+  .transform((c) => c.toUpperCase())
+  .refine((c) => REGIONS.has(c), { message: 'not a country with its own telephone numbering plan; use an ISO 3166 alpha-2 code such as GB or DE' });

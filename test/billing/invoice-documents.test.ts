@@ -25,7 +25,9 @@ async function post(path: string, body: unknown, status = 201) {
 async function pdfOf(invoiceId: string): Promise<{ bytes: Buffer; text: string; headers: Headers }> {
   const checked = await http(`/v3/invoices/${invoiceId}/pdf`, { key });
   expect(checked.status, checked.text.slice(0, 300)).toBe(200);
-  const res = await fetch(`${platform.url}/v3/invoices/${invoiceId}/pdf`, { headers: { authorization: `Bearer ${key}` } });
+  // What a PDF client sends: only the PDF is acceptable.
+  const res = await fetch(`${platform.url}/v3/invoices/${invoiceId}/pdf`, { headers: { authorization: `Bearer ${key}`, accept: 'application/pdf' } });
+  expect(res.status).toBe(200);
   const bytes = Buffer.from(await res.arrayBuffer());
   expect(bytes.subarray(0, 5).toString()).toBe('%PDF-');
   const doc = await getDocumentProxy(new Uint8Array(bytes));
@@ -126,6 +128,13 @@ describe('invoices: drafts, gap-free numbers, PDFs', () => {
     expect(unknownCustomer.status).toBe(422);
     expect(unknownCustomer.body.errors[0].path).toBe('customer_id');
     expect((await http('/v3/invoices/inv_nope/pdf', { key })).status).toBe(404);
+    // Accept: application/pdf is for the routes that answer PDFs; a JSON route refuses it.
+    const pdfOnly = await http('/v3/invoices', { key, headers: { accept: 'application/pdf' } });
+    expect(pdfOnly.status).toBe(406);
+    expect(pdfOnly.body.code).toBe('not_acceptable');
+    const wavForPdf = await http('/v3/invoices/inv_nope/pdf', { key, headers: { accept: 'audio/wav' } });
+    expect(wavForPdf.status).toBe(406);
+    expect(wavForPdf.body.suggestion).toContain('application/pdf');
   });
 
   it('numbers parallel finalisations gap-free and without duplicates; a double finalisation wins once', async () => {

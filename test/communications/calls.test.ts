@@ -5,6 +5,7 @@ import { permissionScopes } from '../../domain/registry.ts';
 import { statusRank } from '../../workflows/communications/shared.ts';
 import type { TestPlatform } from '../support/platform.ts';
 import { usePlatform, type Http } from '../support/use-platform.ts';
+import { searchAttributesWhen } from '../support/search-attributes.ts';
 import { ENDED, TO, provision, waitForCall } from './support.ts';
 
 // 20 ms of real time per second of sandbox call time: a 30-second call takes 0.7 s.
@@ -49,8 +50,8 @@ describe('calls on the sandbox carrier', () => {
     expect(call.quality.packet_loss).toBeLessThan(1);
     expect(call.legs).toEqual([expect.objectContaining({ role: 'primary', status: 'completed', duration: 30, to_number: TO.answered })]);
     expect(await events(call.id)).toEqual(['call.initiated', 'call.completed']);
-    const desc = await platform.temporal.client.workflow.getHandle(call.workflow_id).describe();
-    expect(desc.searchAttributes).toMatchObject({ BpResourceId: [call.id], BpMode: ['test'], BpStatus: ['completed'] });
+    const attributes = await searchAttributesWhen(platform.temporal.client.workflow.getHandle(call.workflow_id), 'completed');
+    expect(attributes).toMatchObject({ BpResourceId: [call.id], BpMode: ['test'], BpStatus: ['completed'] });
   });
 
   it.each([
@@ -156,7 +157,7 @@ describe('calls on the sandbox carrier', () => {
     const wav = await http(done.recording.url, { key });
     expect(wav.status).toBe(200);
     expect(wav.headers.get('content-type')).toBe('audio/wav');
-    const bytes = Buffer.from(await (await fetch(platform.url + done.recording.url, { headers: { authorization: `Bearer ${key}` } })).arrayBuffer());
+    const bytes = Buffer.from(await (await fetch(platform.url + done.recording.url, { headers: { authorization: `Bearer ${key}`, accept: 'audio/wav' } })).arrayBuffer());
     expect(bytes.subarray(0, 4).toString('ascii')).toBe('RIFF');
     expect(bytes.subarray(8, 12).toString('ascii')).toBe('WAVE');
     expect(bytes.readUInt32LE(24)).toBe(8000);

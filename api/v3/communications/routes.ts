@@ -11,7 +11,7 @@ import {
 import {
   createExtension, createPbx, deleteExtension, getExtension, getPbx, listExtensions, updateExtension,
 } from '../../../domain/communications/pbx.ts';
-import { phoneNumber } from '../../../domain/communications/phone.ts';
+import { phoneCountry, phoneNumber } from '../../../domain/communications/phone.ts';
 import {
   addressSchema, availableNumbersSchema, callAnalyticsSchema, callRatesSchema, callSchema, inboundMessageSchema, messageSchema, pbxExtensionListSchema,
   pbxExtensionSchema, pbxSchema, phoneNumberSchema,
@@ -65,7 +65,7 @@ const extensionPatch = z.strictObject({
   voicemail: z.strictObject({ enabled: z.boolean().optional(), greeting: z.string().max(500).nullable().optional() }).optional(),
 });
 
-const country = z.string().regex(/^[A-Za-z]{2}$/, 'expected an ISO 3166 alpha-2 country code such as GB').transform((c) => c.toUpperCase());
+const country = phoneCountry;
 const areaCode = z.string().regex(/^[2-9][0-9]{2}$/, 'expected a three-digit North American area code such as 415');
 const features = z.array(z.enum(['sms', 'voice', 'fax'])).min(1, 'name at least one feature: sms, voice or fax').max(3);
 const provisionBody = z.strictObject({
