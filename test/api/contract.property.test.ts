@@ -55,7 +55,9 @@ function arbitraryOf(schema: Schema, root: Schema = schema, depth = 0): fc.Arbit
     case 'null': return fc.constant(null);
     case 'array': {
       const minLength = schema.minItems ?? 0;
-      const maxLength = Math.min(schema.maxItems ?? minLength + 3, minLength + 3);
+      // Nested containers stay small: a recursive schema (a JSON value) would otherwise grow
+      // exponentially with the depth and block the event loop while it generates.
+      const maxLength = Math.min(schema.maxItems ?? minLength + 3, minLength + (depth > 2 ? 1 : 3));
       return fc.array(arbitraryOf(schema.items ?? {}, root, depth + 1), { minLength, maxLength });
     }
     case 'object': return objectOf(schema, root, depth);
@@ -70,7 +72,7 @@ function objectOf(schema: Schema, root: Schema, depth: number): fc.Arbitrary<unk
     // A map (e.g. metadata): a few entries with keys of the propertyNames schema.
     const keys = schema.propertyNames ? arbitraryOf({ type: 'string', ...schema.propertyNames }, root, depth + 1) : fc.string({ minLength: 1, maxLength: 12 });
     return fc.dictionary(keys.filter((k): k is string => typeof k === 'string' && k !== '__proto__'),
-      arbitraryOf(schema.additionalProperties, root, depth + 1), { maxKeys: 3 });
+      arbitraryOf(schema.additionalProperties, root, depth + 1), { maxKeys: depth > 2 ? 1 : 3 });
   }
   const model = Object.fromEntries(names.map((name) => [name, arbitraryOf(properties[name]!, root, depth + 1)]));
   return fc.record(model, { requiredKeys: (schema.required ?? []).filter((name: string) => name in properties) });
