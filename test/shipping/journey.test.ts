@@ -158,7 +158,8 @@ describe('carrier pushes', () => {
     const push = (id: string, scans: any[], sign = true) => {
       const body = { id, type: 'tracking.updated', tracking_number: s.tracking_number, scans };
       const signed = signedPush('parcelpoint', body);
-      if (!sign) signed.headers['bp-carrier-signature'] = signed.headers['bp-carrier-signature']!.replace(/v1=./, 'v1=0');
+      // Forged: the signature's first character changed (to another one: it may already be 0).
+      if (!sign) signed.headers['bp-carrier-signature'] = signed.headers['bp-carrier-signature']!.replace(/v1=(.)/, (_, c: string) => `v1=${c === '0' ? '1' : '0'}`);
       return http('/v3/shipping/carriers/parcelpoint/events', { key, method: 'POST', rawBody: signed.rawBody, headers: signed.headers });
     };
     const inTransit = { id: 'scan-2', status: 'in_transit', timestamp: '2025-03-05T08:00:00Z', location: 'Newark hub', description: 'Departed' };
