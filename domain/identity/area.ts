@@ -1,0 +1,18 @@
+import { mountIdentityPages } from '../../api/v3/identity/pages.ts';
+import { Migration0090IdentityUsersSessions } from '../../db/migrations/0090-identity-users-sessions.ts';
+import { Migration0091IdentityOauth } from '../../db/migrations/0091-identity-oauth.ts';
+import { defineArea } from '../../platform/area.ts';
+
+/**
+ * Identity: dashboard users, their memberships and sessions (sign-in at /dashboard/session), and
+ * the OAuth 2.0 / OpenID Connect provider at /oauth. docs/oauth.md describes it.
+ */
+export const identityArea = defineArea({
+  name: 'identity',
+  permissions: [],
+  migrations: [
+    { name: '0090-identity-users-sessions', class: Migration0090IdentityUsersSessions },
+    { name: '0091-identity-oauth', class: Migration0091IdentityOauth },
+  ],
+  pages: { prefixes: ['/dashboard/session', '/oauth', '/.well-known/'], mount: mountIdentityPages },
+});
