@@ -78,7 +78,7 @@ export function createAnalyticsActivities(deps: AnalyticsActivityDeps) {
         });
         const file = FORMAT_FILES[input.format];
         const fileName = `${input.reportId}.${file.extension}`;
-        const size = await publishFile(part, config, input.accountId, fileName);
+        const size = await publishFile(part, config, input.accountId, fileName, file.contentType);
         return { fileName, size, rows, contentType: file.contentType };
       } catch (err) {
         await removeReportFiles(config, input.accountId, input.reportId).catch(() => undefined);

@@ -10,7 +10,7 @@ const reportExample = (status: 'succeeded' | 'failed'): Report => ({
   progress: status === 'succeeded' ? 100 : 40, date_range: { start: '2025-01-01', end: '2025-03-31' }, timezone: 'Europe/Berlin', currency: 'EUR',
   filters: {}, row_count: status === 'succeeded' ? 1250 : null,
   file: status === 'succeeded' ? { name: 'rpt_01jpa7v0f4j6kn8r1w3y5a7c9e.pdf', size: 482_133, content_type: 'application/pdf' } : null,
-  download_url: status === 'succeeded' ? '/v3/analytics/reports/rpt_01jpa7v0f4j6kn8r1w3y5a7c9e/download?expires=1741948200&signature=…' : null,
+  download_url: status === 'succeeded' ? '/files/reports/rpt_01jpa7v0f4j6kn8r1w3y5a7c9e?expires=1741948200&signature=…' : null,
   download_url_expires_at: status === 'succeeded' ? '2025-03-14T10:30:00.000Z' : null,
   expires_at: status === 'succeeded' ? '2025-03-21T09:30:00.000Z' : null,
   failure: status === 'failed' ? { code: 'render_failed', message: 'The renderer failed.' } : null,

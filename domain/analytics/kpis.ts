@@ -2,14 +2,16 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { toMajorNumber } from '../money.ts';
 import type { Scope } from '../scope.ts';
 import { assertTimeZone, previousWindow, resolvePeriod, windowDays, type DateWindow, type PeriodName } from './periods.ts';
-import { Converter, dominantCurrency, fulfilmentTimes, mrrMovements, ordersByDay, revenueByBucket, type MrrAggregate } from './queries.ts';
+import {
+  Converter, areaFacts, dominantCurrency, fulfilmentTimes, mrrMovements, ordersByDay, revenueByBucket, type AreaFacts, type MrrAggregate,
+} from './queries.ts';
 import { KPI_NAMES, type KpiName, type KpisView, type KpiView } from './schemas.ts';
 
 /**
  * The KPI set (GET /v3/analytics/kpis). Each KPI is one entry of `KPIS`: its unit and either a
  * `compute` over a window or the reason it is not available yet. Adding one when its area lands
  * (shipping's on-time delivery, warehouses' turnover, communications' call duration, rewards'
- * redemptions) is one entry here reading that area's public module. Facts shared by several KPIs
+ * redemptions) is one entry here reading that area's view (migration 0072). Facts shared by several KPIs
  * (MRR, revenue, orders) are read once per window and memoised.
  */
 
@@ -72,6 +74,9 @@ async function revenueFacts(ctx: KpiWindowContext): Promise<{ gross: number; ref
     };
   });
 }
+
+/** Shipping, warehouses, communications and rewards facts of the window (one statement). */
+const areas = (ctx: KpiWindowContext): Promise<AreaFacts> => ctx.fact('areas', () => areaFacts(ctx.em, ctx.scope, ctx.window));
 
 async function orderFacts(ctx: KpiWindowContext): Promise<{ orders: number; gross: number }> {
   return ctx.fact('orders', async () => {
@@ -153,10 +158,37 @@ export const KPIS: Record<KpiName, KpiDefinition> = {
       return f.meanSeconds === null ? { value: null, reason: 'no orders were fulfilled in the period' } : { value: round(f.meanSeconds / 3600) };
     },
   },
-  on_time_delivery_rate: { unit: 'percent', unavailable: 'not computed yet: needs deliveries from the shipping area, which analytics does not read yet' },
-  inventory_turnover: { unit: 'ratio', unavailable: 'not computed yet: needs stock movements from the warehouses area and cost of goods sold from the ERP ledger, which analytics does not read yet' },
-  average_call_duration: { unit: 'seconds', unavailable: 'not computed yet: needs calls from the communications area, which analytics does not read yet' },
-  points_redemption_rate: { unit: 'percent', unavailable: 'not computed yet: needs points awarded and redeemed from the rewards area, which analytics does not read yet' },
+  on_time_delivery_rate: {
+    unit: 'percent',
+    compute: async (ctx) => {
+      const d = await areas(ctx);
+      return d.delivered === 0 ? { value: null, reason: 'no shipments were delivered in the period' } : { value: round((d.onTime / d.delivered) * 100) };
+    },
+  },
+  inventory_turnover: {
+    unit: 'ratio',
+    compute: async (ctx) => {
+      const s = await areas(ctx);
+      const average = (s.onHandStart + s.onHandEnd) / 2;
+      return average <= 0 ? { value: null, reason: 'no stock on hand in the period' } : { value: round(s.unitsOut / average) };
+    },
+  },
+  average_call_duration: {
+    unit: 'seconds',
+    compute: async (ctx) => {
+      const c = await areas(ctx);
+      return c.callMeanSeconds === null ? { value: null, reason: 'no completed calls in the period' } : { value: round(c.callMeanSeconds, 1) };
+    },
+  },
+  points_redemption_rate: {
+    unit: 'percent',
+    compute: async (ctx) => {
+      const p = await areas(ctx);
+      return p.pointsEarned === 0
+        ? { value: null, reason: 'no loyalty points were earned in the period' }
+        : { value: round((p.pointsRedeemed / p.pointsEarned) * 100) };
+    },
+  },
   monthly_recurring_revenue: { unit: 'currency', compute: mrr },
   customer_lifetime_value: { unit: 'currency', compute: ltv },
   customer_acquisition_cost: { unit: 'currency', unavailable: 'not computed yet: needs sales and marketing expenses from the ERP ledger, which analytics does not read yet' },
@@ -191,21 +223,15 @@ export async function kpis(
   const converter = await Converter.load(em, scope, currency);
   const current = windowContext(em, scope, window, now, converter);
   const before = windowContext(em, scope, previous, now, converter);
-  const out = {} as Record<KpiName, KpiView>;
-  // Sequential: one connection, and the memoised facts make later KPIs cheap.
-  for (const name of KPI_NAMES) {
+  // Every KPI of both windows at once: the memoised facts are read once each, and the queries
+  // run side by side on the pool's connections instead of one after another.
+  const views = await Promise.all(KPI_NAMES.map(async (name): Promise<KpiView> => {
     const def = KPIS[name];
-    if (!def.compute) {
-      out[name] = { value: null, previous: null, change_percent: null, unit: def.unit, reason: def.unavailable ?? 'not available' };
-      continue;
-    }
-    const v = await def.compute(current);
-    const p = await def.compute(before);
-    out[name] = {
-      value: v.value, previous: p.value, change_percent: change(v.value, p.value), unit: def.unit,
-      reason: v.value === null ? v.reason : null,
-    };
-  }
+    if (!def.compute) return { value: null, previous: null, change_percent: null, unit: def.unit, reason: def.unavailable ?? 'not available' };
+    const [v, p] = await Promise.all([def.compute(current), def.compute(before)]);
+    return { value: v.value, previous: p.value, change_percent: change(v.value, p.value), unit: def.unit, reason: v.value === null ? v.reason : null };
+  }));
+  const out = Object.fromEntries(KPI_NAMES.map((name, i) => [name, views[i]!])) as Record<KpiName, KpiView>;
   converter.check();
   return {
     object: 'kpis', livemode: scope.livemode, period: q.period, start_date: window.start, end_date: window.end,

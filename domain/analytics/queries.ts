@@ -103,6 +103,13 @@ export interface RevenueAggregate {
 }
 
 /**
+ * Entries counted as refunds (`refunds`, ≤ 0): refunds, and reversals of the ledger's refund
+ * postings (the only positive reversals). Every other entry, a reversal of a sale included, is
+ * money received (`gross`), so a reversed sale does not read as a refund in `refund_rate`.
+ */
+const IS_REFUND = `(v.source = 'refund' or (v.source = 'reversal' and v.amount > 0))`;
+
+/**
  * Revenue per local bucket, stream and currency. The rollup answers for everything before its
  * watermark (`refreshed_through`); entries after it are read live from the view, so a figure is
  * never stale and never counted twice.
@@ -110,28 +117,75 @@ export interface RevenueAggregate {
 export async function revenueByBucket(em: EntityManager, scope: Scope, w: DateWindow, granularity: Granularity): Promise<RevenueAggregate[]> {
   // The instants first, as constants: a condition on constants reaches into every branch of the
   // entries view (and its indexes); one on another relation's columns would not.
-  const [b] = await em.execute<{ lo: string; hi: string; through: string }[]>(
+  const [b] = await em.execute<{ lo: string; hi: string; through: string; refreshed_at: string | null }[]>(
     `select ((?::date)::timestamp at time zone ?)::text as lo, (((?::date) + 1)::timestamp at time zone ?)::text as hi,
-            coalesce((select refreshed_through from analytics_rollup_state where account_id = ? and livemode = ?), '-infinity'::timestamptz)::text as through`,
+            coalesce(s.refreshed_through, '-infinity'::timestamptz)::text as through, s.refreshed_at::text as refreshed_at
+       from (select 1) one left join analytics_rollup_state s on s.account_id = ? and s.livemode = ?`,
     [...boundsArgs(w), scope.accountId, scope.livemode],
   );
-  const { lo, hi, through } = b!;
-  const rows = await em.execute<{ bucket: string; stream: RevenueAggregate['stream']; currency: string; gross: string; refunds: string }[]>(
-    `with e as (
-            select r.bucket as at, r.stream, r.currency, r.gross, r.refunds
-              from analytics_revenue_rollup r
-             where r.account_id = ? and r.livemode = ? and r.bucket >= ?::timestamptz and r.bucket < least(?::timestamptz, ?::timestamptz)
-            union all
-            select v.at, v.stream, v.currency, greatest(v.amount, 0), least(v.amount, 0)
-              from analytics_revenue_entries v
-             where v.account_id = ? and v.livemode = ? and v.at >= greatest(?::timestamptz, ?::timestamptz) and v.at < ?::timestamptz
-          )
-     select to_char(greatest(date_trunc(?, e.at at time zone ?)::date, ?::date), 'YYYY-MM-DD') as bucket, e.stream, e.currency,
-            sum(e.gross)::text as gross, sum(e.refunds)::text as refunds
-       from e group by 1, 2, 3 order by 1, 2, 3`,
-    [scope.accountId, scope.livemode, lo, hi, through, scope.accountId, scope.livemode, lo, through, hi, granularity, w.timezone, w.start],
+  const { lo, hi, through, refreshed_at: refreshedAt } = b!;
+  const [rolled, live] = await Promise.all([
+    rolledUp(em, scope, w, granularity, { lo, hi, through, refreshedAt }),
+    // A window that ends before the watermark has no live tail: the rollup holds all of it.
+    Date.parse(hi) <= Date.parse(through) ? [] : liveTail(em, scope, w, granularity, { lo, hi, through }),
+  ]);
+  const sums = new Map<string, RevenueAggregate>();
+  for (const r of [...rolled, ...live]) {
+    const k = `${r.bucket}|${r.stream}|${r.currency}`;
+    const s = sums.get(k);
+    if (s) {
+      s.gross += r.gross;
+      s.refunds += r.refunds;
+    } else {
+      sums.set(k, { ...r });
+    }
+  }
+  return [...sums.values()].sort((a, c) => a.bucket.localeCompare(c.bucket) || a.stream.localeCompare(c.stream) || a.currency.localeCompare(c.currency));
+}
+
+type RawAggregate = { bucket: string; stream: RevenueAggregate['stream']; currency: string; gross: string; refunds: string };
+const toAggregate = (r: RawAggregate): RevenueAggregate => ({ bucket: r.bucket, stream: r.stream, currency: r.currency, gross: Number(r.gross), refunds: Number(r.refunds) });
+
+/**
+ * The rollup's part of a window, per local bucket. It changes only when the rollup is refreshed
+ * (`refreshed_at` is in the key), so it is kept in memory: a dashboard asking again (or asking
+ * for the previous period) reads no rollup rows until the next refresh.
+ */
+const rollupCache = new Map<string, RevenueAggregate[]>();
+const ROLLUP_CACHE_SIZE = 1000;
+
+async function rolledUp(
+  em: EntityManager, scope: Scope, w: DateWindow, granularity: Granularity, b: { lo: string; hi: string; through: string; refreshedAt: string | null },
+): Promise<RevenueAggregate[]> {
+  if (!b.refreshedAt) return [];
+  const key = [scope.accountId, scope.livemode, w.start, w.end, w.timezone, granularity, b.through, b.refreshedAt].join('|');
+  const hit = rollupCache.get(key);
+  if (hit) return hit;
+  const rows = await em.execute<RawAggregate[]>(
+    `select to_char(greatest(date_trunc(?, r.bucket at time zone ?)::date, ?::date), 'YYYY-MM-DD') as bucket, r.stream, r.currency,
+            sum(r.gross)::text as gross, sum(r.refunds)::text as refunds
+       from analytics_revenue_rollup r
+      where r.account_id = ? and r.livemode = ? and r.bucket >= ?::timestamptz and r.bucket < least(?::timestamptz, ?::timestamptz)
+      group by 1, 2, 3`,
+    [granularity, w.timezone, w.start, scope.accountId, scope.livemode, b.lo, b.hi, b.through],
   );
-  return rows.map((r) => ({ bucket: r.bucket, stream: r.stream, currency: r.currency, gross: Number(r.gross), refunds: Number(r.refunds) }));
+  const out = rows.map(toAggregate);
+  rollupCache.set(key, out);
+  if (rollupCache.size > ROLLUP_CACHE_SIZE) rollupCache.delete(rollupCache.keys().next().value!);
+  return out;
+}
+
+/** Entries after the rollup's watermark, read live from the view (at most about 15 minutes of them). */
+async function liveTail(em: EntityManager, scope: Scope, w: DateWindow, granularity: Granularity, b: { lo: string; hi: string; through: string }): Promise<RevenueAggregate[]> {
+  const rows = await em.execute<RawAggregate[]>(
+    `select to_char(greatest(date_trunc(?, v.at at time zone ?)::date, ?::date), 'YYYY-MM-DD') as bucket, v.stream, v.currency,
+            coalesce(sum(v.amount) filter (where not ${IS_REFUND}), 0)::text as gross, coalesce(sum(v.amount) filter (where ${IS_REFUND}), 0)::text as refunds
+       from analytics_revenue_entries v
+      where v.account_id = ? and v.livemode = ? and v.at >= greatest(?::timestamptz, ?::timestamptz) and v.at < ?::timestamptz
+      group by 1, 2, 3`,
+    [granularity, w.timezone, w.start, scope.accountId, scope.livemode, b.lo, b.through, b.hi],
+  );
+  return rows.map(toAggregate);
 }
 
 /** Recomputes an account's rollup up to the last whole 15 minutes, in one transaction. */
@@ -145,8 +199,8 @@ export async function refreshRollup(em: EntityManager, scope: Scope): Promise<{ 
       `with ins as (
          insert into analytics_revenue_rollup (account_id, livemode, bucket, stream, currency, gross, refunds, entries)
          select account_id, livemode, to_timestamp(floor(extract(epoch from at) / 900) * 900), stream, currency,
-                sum(greatest(amount, 0)), sum(least(amount, 0)), count(*)
-           from analytics_revenue_entries
+                coalesce(sum(v.amount) filter (where not (${IS_REFUND})), 0), coalesce(sum(v.amount) filter (where ${IS_REFUND}), 0), count(*)
+           from analytics_revenue_entries v
           where account_id = ? and livemode = ? and at < ?::timestamptz
           group by 1, 2, 3, 4, 5
          returning 1)
@@ -204,7 +258,7 @@ export async function mrrMovements(em: EntityManager, scope: Scope, w: DateWindo
                    coalesce(sum(monthly_amount) filter (where starts_at <= t0 and (ends_at is null or ends_at > t0)), 0) as before,
                    coalesce(sum(monthly_amount) filter (where starts_at <= t1 and (ends_at is null or ends_at > t1)), 0) as after,
                    count(*) filter (where starts_at <= t1 and (ends_at is null or ends_at > t1)) as active_after
-              from analytics_subscription_mrr, t
+              from analytics_subscription_mrr_segments, t
              where account_id = ? and livemode = ?
              group by customer_id, currency
           )
@@ -309,4 +363,62 @@ export async function dailyRevenueSeries(
     }
   }
   return { dates, values, firstDataDate: first, daysWithData: byDay.size };
+}
+
+// ---- Other areas' KPIs (views of migration 0072) ---------------------------------------------------
+
+export interface AreaFacts {
+  /** Shipments delivered in the window, and how many by the date promised when their label was bought. */
+  delivered: number;
+  onTime: number;
+  /** Units that left stock for fulfilled orders in the window; units on hand at its start and end. */
+  unitsOut: number;
+  onHandStart: number;
+  onHandEnd: number;
+  /** Calls placed in the window that completed, and their mean duration in seconds. */
+  callsCompleted: number;
+  callMeanSeconds: number | null;
+  /** Loyalty points earned (awarded, net of reversals) and redeemed in the window. */
+  pointsEarned: number;
+  pointsRedeemed: number;
+}
+
+/**
+ * The facts of the shipping, warehouses, communications and rewards KPIs for one window, in one
+ * statement (one round trip and one plan instead of four). On hand at an instant is today's
+ * levels less every movement since (`inventory_levels` holds only the present).
+ */
+export async function areaFacts(em: EntityManager, scope: Scope, w: DateWindow): Promise<AreaFacts> {
+  const s = [scope.accountId, scope.livemode];
+  const [row] = await em.execute<Record<string, string | null>[]>(
+    `with bounds as (${BOUNDS}),
+          d as (select count(*) as delivered, count(*) filter (where s.delivered_at <= s.original_estimated_delivery) as on_time
+                  from analytics_shipments s, bounds
+                 where s.account_id = ? and s.livemode = ? and s.delivered_at >= bounds.lo and s.delivered_at < bounds.hi),
+          m as (select m.change, m.reason, m.created_at from analytics_stock_movements m, bounds
+                 where m.account_id = ? and m.livemode = ? and m.created_at >= bounds.lo),
+          st as (select coalesce(-sum(m.change) filter (where m.reason = 'order_fulfillment' and m.change < 0 and m.created_at < bounds.hi), 0) as out,
+                        coalesce(sum(m.change), 0) as since_lo, coalesce(sum(m.change) filter (where m.created_at >= bounds.hi), 0) as since_hi
+                   from m, bounds),
+          c as (select count(*) as completed, avg(c.duration) as mean
+                  from analytics_calls c, bounds
+                 where c.account_id = ? and c.livemode = ? and c.created_at >= bounds.lo and c.created_at < bounds.hi and c.status = 'completed'),
+          p as (select coalesce(sum(p.points) filter (where p.kind = 'earned'), 0) as earned,
+                       coalesce(sum(p.points) filter (where p.kind = 'redeemed'), 0) as redeemed
+                  from analytics_points p, bounds
+                 where p.account_id = ? and p.livemode = ? and p.at >= bounds.lo and p.at < bounds.hi)
+     select d.delivered::text as delivered, d.on_time::text as on_time, st.out::text as out, st.since_lo::text as since_lo, st.since_hi::text as since_hi,
+            (select coalesce(sum(i.quantity), 0) from analytics_inventory i where i.account_id = ? and i.livemode = ?)::text as on_hand_now,
+            c.completed::text as completed, c.mean::text as mean, p.earned::text as earned, p.redeemed::text as redeemed
+       from d, st, c, p`,
+    [...boundsArgs(w), ...s, ...s, ...s, ...s, ...s],
+  );
+  const n = (k: string) => Number(row?.[k] ?? 0);
+  const now = n('on_hand_now');
+  return {
+    delivered: n('delivered'), onTime: n('on_time'),
+    unitsOut: n('out'), onHandStart: now - n('since_lo'), onHandEnd: now - n('since_hi'),
+    callsCompleted: n('completed'), callMeanSeconds: row?.mean == null ? null : Number(row.mean),
+    pointsEarned: n('earned'), pointsRedeemed: n('redeemed'),
+  };
 }

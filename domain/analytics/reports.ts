@@ -1,12 +1,14 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { WorkflowIdReusePolicy, WorkflowUpdateFailedError } from '@temporalio/client';
 import { installationSecret } from '../../db/installation-settings.ts';
 import { nativePool } from '../../db/pool.ts';
 import type { Config } from '../../platform/config.ts';
-import { ApiError, conflict, notFound, validationFailed } from '../../platform/errors.ts';
+import { ApiError, conflict, notFound, serviceUnavailable, validationFailed } from '../../platform/errors.ts';
 import { failureToProblem, searchAttributes, sendUpdate, startResource } from '../../platform/temporal-kit.ts';
 import type { TemporalHandle } from '../../platform/temporal.ts';
 import { REFUSALS } from '../../workflows/kit/failures.ts';
@@ -18,6 +20,8 @@ import {
 import { recordEvent } from '../events/outbox.ts';
 import { scopeColumns, scopedEm, type Scope } from '../scope.ts';
 import { AnalyticsReport } from './entities.ts';
+import { FORMAT_FILES } from './render.ts';
+import { S3Store } from './s3.ts';
 import { addDays, daysBetween } from './periods.ts';
 import type { ReportFilters, ReportFormat, ReportStatus, ReportType, ReportView } from './schemas.ts';
 
@@ -38,6 +42,13 @@ export interface ReportsContext {
 
 // ---- Signed download URLs ----------------------------------------------------------------------
 
+/**
+ * Where `download_url` points: outside /v3 (mounted through the area's `pages` hook), so the link
+ * works without an API key; its signature is the credential. It binds report, account, mode and
+ * expiry, so the link opens that report's file only, and only until it expires.
+ */
+export const SIGNED_DOWNLOAD_PREFIX = '/files/reports/';
+
 export interface DownloadSigner {
   /** The signed path and its expiry, valid at least `ttlSeconds` from `now` (never past the file's own expiry). */
   sign(scope: Scope, reportId: string, now: Date, fileExpiresAt: Date | null): { url: string; expiresAt: Date };
@@ -55,7 +66,7 @@ export async function createDownloadSigner(orm: MikroORM, ttlSeconds: number): P
       let expires = (Math.floor(now.getTime() / 1000 / ttlSeconds) + 2) * ttlSeconds;
       if (fileExpiresAt) expires = Math.min(expires, Math.floor(fileExpiresAt.getTime() / 1000));
       return {
-        url: `/v3/analytics/reports/${reportId}/download?expires=${expires}&signature=${mac(scope, reportId, expires)}`,
+        url: `${SIGNED_DOWNLOAD_PREFIX}${reportId}?expires=${expires}&signature=${mac(scope, reportId, expires)}`,
         expiresAt: new Date(expires * 1000),
       };
     },
@@ -108,17 +119,64 @@ async function removeParts(dir: string, reportId: string): Promise<void> {
   await Promise.all(names.filter((n) => n.startsWith(`${reportId}.`) && n.endsWith('.part')).map((n) => rm(join(dir, n), { force: true })));
 }
 
-/** Moves the finished part file to its final name (atomic on one file system): one file per report. */
-export async function publishFile(partPath: string, config: Pick<Config, 'ANALYTICS_REPORTS_DIR'>, accountId: string, fileName: string): Promise<number> {
-  const target = join(accountDir(config, accountId), fileName);
-  await rename(partPath, target);
-  return (await stat(target)).size;
+/** Where report files are kept: the directory (always, for part files), and an S3-compatible store when configured. */
+export type StorageConfig = Pick<Config, 'ANALYTICS_REPORTS_DIR' | 'ANALYTICS_S3_ENDPOINT' | 'ANALYTICS_S3_BUCKET' | 'ANALYTICS_S3_REGION'
+  | 'ANALYTICS_S3_ACCESS_KEY_ID' | 'ANALYTICS_S3_SECRET_ACCESS_KEY'>;
+
+const stores = new Map<string, S3Store>();
+
+/** The S3-compatible store of this configuration; null: files stay in ANALYTICS_REPORTS_DIR. */
+export function s3Store(config: Partial<StorageConfig>): S3Store | null {
+  const { ANALYTICS_S3_ENDPOINT: endpoint, ANALYTICS_S3_BUCKET: bucket, ANALYTICS_S3_ACCESS_KEY_ID: accessKeyId, ANALYTICS_S3_SECRET_ACCESS_KEY: secretAccessKey } = config;
+  if (!endpoint || !bucket || !accessKeyId || !secretAccessKey) return null;
+  const region = config.ANALYTICS_S3_REGION ?? 'us-east-1';
+  const key = [endpoint, bucket, region, accessKeyId].join('|');
+  let store = stores.get(key);
+  if (!store) stores.set(key, (store = new S3Store({ endpoint, bucket, region, accessKeyId, secretAccessKey })));
+  return store;
 }
 
-export async function removeReportFiles(config: Pick<Config, 'ANALYTICS_REPORTS_DIR'>, accountId: string, reportId: string): Promise<void> {
+const objectKey = (accountId: string, fileName: string) => `${accountId}/${fileName}`;
+
+/**
+ * Moves the finished part file to its final name (atomic on one file system): one file per report.
+ * With an S3-compatible store, the file is then uploaded as `<account>/<file>` and the local copy
+ * removed (a retry uploads again: a PUT replaces the object, so there is still one file).
+ */
+export async function publishFile(partPath: string, config: Partial<StorageConfig> & Pick<Config, 'ANALYTICS_REPORTS_DIR'>, accountId: string, fileName: string, contentType = 'application/octet-stream'): Promise<number> {
+  const target = join(accountDir(config, accountId), fileName);
+  await rename(partPath, target);
+  const store = s3Store(config);
+  if (!store) return (await stat(target)).size;
+  const size = await store.putFile(objectKey(accountId, fileName), target, contentType);
+  await rm(target, { force: true });
+  return size;
+}
+
+export async function removeReportFiles(config: Partial<StorageConfig> & Pick<Config, 'ANALYTICS_REPORTS_DIR'>, accountId: string, reportId: string): Promise<void> {
   const dir = accountDir(config, accountId);
   const names = await namesIn(dir);
   await Promise.all(names.filter((n) => n.startsWith(`${reportId}.`)).map((n) => rm(join(dir, n), { force: true })));
+  const store = s3Store(config);
+  if (store) await Promise.all(Object.values(FORMAT_FILES).map((f) => store.delete(objectKey(accountId, `${reportId}.${f.extension}`))));
+}
+
+/** The stored file as a stream; null when it is no longer stored. A store that cannot answer is 503. */
+export async function openReportFile(config: Partial<StorageConfig> & Pick<Config, 'ANALYTICS_REPORTS_DIR'>, file: ReportFile): Promise<{ stream: Readable; size: number } | null> {
+  const store = s3Store(config);
+  if (!store) {
+    const stream = createReadStream(file.path);
+    return new Promise((resolve) => {
+      stream.once('open', () => resolve({ stream, size: file.size }));
+      stream.once('error', () => resolve(null));
+    });
+  }
+  try {
+    return await store.get(objectKey(file.accountId, file.fileName));
+  } catch {
+    // Its reason (the store's answer) is not shown: it may name the bucket or the endpoint.
+    throw serviceUnavailable('The report file store');
+  }
 }
 
 // ---- Views -------------------------------------------------------------------------------------------
@@ -230,25 +288,66 @@ export async function cancelReport(ctx: ReportsContext, reportId: string, reason
   return getReport(ctx, reportId);
 }
 
-/** The report's file for download: checks state, retention and (when given) the URL's signature. */
+export interface ReportFile {
+  path: string;
+  name: string;
+  contentType: string;
+  size: number;
+  /** Where the file is stored (its key within the store). */
+  accountId: string;
+  fileName: string;
+}
+
+function refuseSignature(verdict: 'expired' | 'invalid'): ApiError {
+  return new ApiError({
+    status: 403, code: verdict === 'expired' ? 'download_url_expired' : 'download_url_invalid', title: 'Forbidden',
+    detail: verdict === 'expired' ? 'This download URL has expired.' : 'This download URL is not valid for this report.',
+    suggestion: 'Get a fresh download_url from GET /v3/analytics/reports/{id}.',
+  });
+}
+
+/** The report's file for download with an API key: checks state, retention and (when given) the URL's signature. */
 export async function reportFileFor(
   ctx: Pick<ReportsContext, 'em' | 'signer'>, config: Pick<Config, 'ANALYTICS_REPORTS_DIR'>, scope: Scope, reportId: string,
   signed: { expires?: number | undefined; signature?: string | undefined }, now = new Date(),
-): Promise<{ path: string; name: string; contentType: string; size: number }> {
+): Promise<ReportFile> {
   const r = await ctx.em.fork().findOne(AnalyticsReport, { id: reportId });
   if (!r) throw notFound('report', reportId);
   if (signed.expires !== undefined || signed.signature !== undefined) {
     const verdict = signed.expires === undefined || signed.signature === undefined
       ? 'invalid'
       : ctx.signer.verify(scope, reportId, signed.expires, signed.signature, now);
-    if (verdict !== 'valid') {
-      throw new ApiError({
-        status: 403, code: verdict === 'expired' ? 'download_url_expired' : 'download_url_invalid', title: 'Forbidden',
-        detail: verdict === 'expired' ? 'This download URL has expired.' : 'This download URL is not valid for this report.',
-        suggestion: 'Get a fresh download_url from GET /v3/analytics/reports/{id} (or download without expires and signature).',
-      });
-    }
+    if (verdict !== 'valid') throw refuseSignature(verdict);
   }
+  return fileOf(config, r, now);
+}
+
+/**
+ * The report's file for the key-less signed link: the signature is the only credential, checked
+ * against the report's own account and mode. A link without one is 401; a wrong one (or one
+ * naming no report: nothing is told about ids) 403; an expired one 403 `download_url_expired`.
+ */
+export async function signedReportFile(
+  em: EntityManager, signer: DownloadSigner, config: Pick<Config, 'ANALYTICS_REPORTS_DIR'>, reportId: string,
+  signed: { expires: string | undefined; signature: string | undefined }, now = new Date(),
+): Promise<ReportFile> {
+  if (!signed.expires || !signed.signature) {
+    throw new ApiError({
+      status: 401, code: 'download_url_unsigned', title: 'Unauthorized',
+      detail: 'This link carries no signature: without an API key, a report downloads only through its signed download_url.',
+      suggestion: 'Use the download_url of GET /v3/analytics/reports/{id} unchanged, or GET /v3/analytics/reports/{id}/download with an API key.',
+    });
+  }
+  if (!/^\d{1,12}$/.test(signed.expires) || signed.signature.length > 200 || reportId.length > 64) throw refuseSignature('invalid');
+  const r = await em.fork().findOne(AnalyticsReport, { id: reportId }, { filters: false });
+  if (!r) throw refuseSignature('invalid');
+  const verdict = signer.verify(r, reportId, Number(signed.expires), signed.signature, now);
+  if (verdict !== 'valid') throw refuseSignature(verdict);
+  return fileOf(config, r, now);
+}
+
+function fileOf(config: Pick<Config, 'ANALYTICS_REPORTS_DIR'>, r: AnalyticsReport, now: Date): ReportFile {
+  const reportId = r.id;
   if (r.status !== 'succeeded' || !r.fileName) {
     throw conflict('report_not_ready', `Report ${reportId} is ${r.status}; only a succeeded report has a file.`,
       r.status === 'queued' || r.status === 'running' ? 'Poll GET /v3/analytics/reports/{id} until status is succeeded.' : 'Generate the report again.',
@@ -261,7 +360,10 @@ export async function reportFileFor(
       suggestion: 'Generate the report again with POST /v3/analytics/reports/generate.',
     });
   }
-  return { path: join(accountDir(config, r.accountId), r.fileName), name: r.fileName, contentType: r.contentType ?? 'application/octet-stream', size: r.fileSize ?? 0 };
+  return {
+    path: join(accountDir(config, r.accountId), r.fileName), name: r.fileName, contentType: r.contentType ?? 'application/octet-stream', size: r.fileSize ?? 0,
+    accountId: r.accountId, fileName: r.fileName,
+  };
 }
 
 // ---- Admin -------------------------------------------------------------------------------------------

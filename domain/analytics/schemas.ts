@@ -130,7 +130,7 @@ export const reportSchema = z
     filters: reportFiltersSchema,
     row_count: z.number().int().nullable(),
     file: z.object({ name: z.string(), size: z.number().int(), content_type: z.string() }).nullable(),
-    download_url: z.string().nullable().describe('Signed; valid until download_url_expires_at. Null until the report succeeded, and after its file expired.'),
+    download_url: z.string().nullable().describe('Signed link to the file (`/files/reports/{id}?expires=…&signature=…`), opened without an API key; valid until download_url_expires_at. Null until the report succeeded, and after its file expired.'),
     download_url_expires_at: timestamp.nullable(),
     expires_at: timestamp.nullable().describe('When the file is deleted (retention).'),
     failure: z.object({ code: z.string(), message: z.string() }).nullable(),

@@ -7,6 +7,7 @@ import { extractText } from 'unpdf';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TestPlatform } from '../support/platform.ts';
 import { usePlatform, type Http } from '../support/use-platform.ts';
+import { downloadSigner } from '../../domain/analytics/reports.ts';
 import { Fixtures, adminCaller } from './support.ts';
 
 /**
@@ -45,8 +46,8 @@ async function waitFor(id: string, done: (r: any) => boolean, timeoutMs = 30_000
 
 const finished = (r: any) => ['succeeded', 'failed', 'canceled'].includes(r.status);
 
-async function download(url: string, k = key): Promise<{ status: number; type: string | null; disposition: string | null; body: Buffer }> {
-  const res = await fetch(platform.url + url, { headers: { authorization: `Bearer ${k}` } });
+async function download(url: string, k: string | null = key): Promise<{ status: number; type: string | null; disposition: string | null; body: Buffer }> {
+  const res = await fetch(platform.url + url, { headers: k === null ? {} : { authorization: `Bearer ${k}` } });
   return { status: res.status, type: res.headers.get('content-type'), disposition: res.headers.get('content-disposition'), body: Buffer.from(await res.arrayBuffer()) };
 }
 
@@ -82,10 +83,11 @@ describe('report generation', () => {
     expect(res.headers.get('location')).toBe(`/v3/analytics/reports/${id}`);
     const done = await waitFor(id, finished);
     expect(done).toMatchObject({ status: 'succeeded', progress: 100, row_count: 60, file: { name: `${id}.csv`, content_type: 'text/csv; charset=utf-8' } });
-    expect(done.download_url).toMatch(new RegExp(`^/v3/analytics/reports/${id}/download\\?expires=\\d+&signature=`));
+    expect(done.download_url).toMatch(new RegExp(`^/files/reports/${id}\\?expires=\\d+&signature=`));
     expect(Date.parse(done.expires_at) - Date.parse(done.completed_at)).toBe(3 * 86_400_000);
 
-    const file = await download(done.download_url);
+    // The signed link needs no API key: its signature is the credential.
+    const file = await download(done.download_url, null);
     expect(file.status).toBe(200);
     expect(file.type).toBe('text/csv; charset=utf-8');
     expect(file.disposition).toBe(`attachment; filename="${id}.csv"`);
@@ -97,10 +99,28 @@ describe('report generation', () => {
     expect(rows.reduce((s, r) => s + Number(r.Units), 0)).toBe(120);
     expect(filesOf(id)).toEqual([`${id}.csv`]);
 
-    const tampered = await http(done.download_url.replace(/signature=(.)/, (_: string, c: string) => `signature=${c === 'x' ? 'y' : 'x'}`), { key });
-    expect([tampered.status, tampered.body.code]).toEqual([403, 'download_url_invalid']);
-    const expired = await http(`/v3/analytics/reports/${id}/download?expires=1&signature=abc`, { key });
-    expect(expired.status).toBe(403);
+    const tampered = await http(done.download_url.replace(/signature=(.)/, (_: string, c: string) => `signature=${c === 'x' ? 'y' : 'x'}`));
+    expect([tampered.status, tampered.body.code, tampered.headers.get('content-type')]).toEqual([403, 'download_url_invalid', 'application/problem+json; charset=utf-8']);
+    const query = done.download_url.slice(done.download_url.indexOf('?'));
+    // The signature binds the report, the account and mode, and the expiry.
+    const otherReport = await http(`/files/reports/rpt_00000000000000000000000000${query}`);
+    expect([otherReport.status, otherReport.body.code]).toEqual([403, 'download_url_invalid']);
+    const longer = await http(done.download_url.replace(/expires=(\d+)/, (_: string, e: string) => `expires=${Number(e) + 3600}`));
+    expect([longer.status, longer.body.code]).toEqual([403, 'download_url_invalid']);
+    const signer = await downloadSigner(platform.orm, { ANALYTICS_DOWNLOAD_URL_TTL_SECONDS: 3600 });
+    const liveLink = signer.sign({ accountId, livemode: true }, id, new Date(), null).url;
+    expect((await http(liveLink)).body.code).toBe('download_url_invalid');
+    const otherAccount = signer.sign({ accountId: await platform.newAccount(), livemode: false }, id, new Date(), null).url;
+    expect((await http(otherAccount)).body.code).toBe('download_url_invalid');
+    const expiredLink = signer.sign({ accountId, livemode: false }, id, new Date(Date.now() - 3 * 3600_000), null).url;
+    const expired = await http(expiredLink);
+    expect([expired.status, expired.body.code]).toEqual([403, 'download_url_expired']);
+    const unsigned = await http(`/files/reports/${id}`);
+    expect([unsigned.status, unsigned.body.code, unsigned.headers.get('content-type')]).toEqual([401, 'download_url_unsigned', 'application/problem+json; charset=utf-8']);
+    expect((await download(`/files/reports/${id}?expires=abc&signature=x`, null)).status).toBe(403);
+    // The /v3 route still serves the file with an API key (and refuses a bad signature there too).
+    expect((await download(`/v3/analytics/reports/${id}/download`)).status).toBe(200);
+    expect((await http(`/v3/analytics/reports/${id}/download?expires=1&signature=abc`, { key })).status).toBe(403);
     const [event] = await platform.sql<{ type: string; status: string }>(
       `select type, data->'object'->>'status' as status from events where data->'object'->>'id' = $1`, [id]);
     expect(event).toEqual({ type: 'report.ready', status: 'succeeded' });

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { permissionScopes } from '../../domain/registry.ts';
 import { adminRouter } from '../../api/admin/router.ts';
 import { createCallerFactory, createContextInner } from '../../api/admin/trpc.ts';
@@ -9,7 +10,12 @@ import type { TestPlatform } from '../support/platform.ts';
  */
 export class Fixtures {
   private n = 0;
+  /** Several fixture sets may write into one account. */
+  private readonly tag = randomBytes(3).toString('hex');
   private readonly platform: TestPlatform;
+  protected platformSql(sql: string, params: unknown[]): Promise<unknown> {
+    return this.platform.sql(sql, params);
+  }
   readonly accountId: string;
   readonly livemode: boolean;
 
@@ -21,7 +27,7 @@ export class Fixtures {
 
   private id(prefix: string): string {
     this.n += 1;
-    return `${prefix}_fx${this.accountId.slice(-8)}${this.livemode ? 'l' : 't'}${String(this.n).padStart(5, '0')}`;
+    return `${prefix}_fx${this.accountId.slice(-8)}${this.livemode ? 'l' : 't'}${this.tag}${String(this.n).padStart(5, '0')}`;
   }
 
   async customer(createdAt = '2024-12-01T00:00:00Z', name: string | null = null): Promise<string> {
@@ -128,6 +134,121 @@ export class Fixtures {
       `insert into exchange_rates (account_id, livemode, base_currency, quote_currency, rate, updated_at) values ($1, $2, $3, $4, $5, now())`,
       [this.accountId, this.livemode, base, quote, rate],
     );
+  }
+}
+
+/**
+ * Fixtures of the areas analytics reads since migrations 0071–0073: the ERP ledger's postings,
+ * shipments, stock, calls, loyalty points and plan changes.
+ */
+export class AreaFixtures extends Fixtures {
+  private m = 0;
+
+  private key(prefix: string): string {
+    this.m += 1;
+    return `${prefix}_ax${this.accountId.slice(-8)}${this.livemode ? 'l' : 't'}${String(this.m).padStart(5, '0')}`;
+  }
+
+  /** A posting of an event by ERP (postings.ts): `invoice.paid` → revenue, `payment.succeeded` → transfer, `payment.refunded` → refund. */
+  async ledgerPosting(type: 'revenue' | 'transfer' | 'refund', sourceId: string, amount: number, currency: string, at: string): Promise<string> {
+    const id = this.key('txn');
+    await this.platformSql(
+      `insert into financial_transactions (id, account_id, livemode, type, status, amount, currency, base_currency, base_amount, exchange_rate,
+                                           account_code, counter_account_code, tax_inclusive, tax_rate, net_amount, tax_amount, transaction_date,
+                                           source_type, source_id, source_event_id, created_at)
+       values ($1, $2, $3, $4, 'posted', $5, $6, $6, $5, 1, '4000', '1200', true, 0, $5, 0, ($7::timestamptz)::date, 'event', $8, 'evt_' || $1, $7)`,
+      [id, this.accountId, this.livemode, type, amount, currency, at, sourceId],
+    );
+    return id;
+  }
+
+  /** ERP's reversal of a posting (its only way to undo one). */
+  async ledgerReversal(transactionId: string, at: string): Promise<void> {
+    const id = this.key('txn');
+    await this.platformSql(
+      `insert into financial_transactions (id, account_id, livemode, type, status, amount, currency, base_currency, base_amount, exchange_rate,
+                                           account_code, counter_account_code, tax_inclusive, tax_rate, net_amount, tax_amount, transaction_date,
+                                           source_type, reversal_of_id, created_at)
+       select $1, account_id, livemode, type, 'posted', amount, currency, base_currency, base_amount, exchange_rate, counter_account_code, account_code,
+              tax_inclusive, tax_rate, net_amount, tax_amount, ($3::timestamptz)::date, 'reversal', id, $3
+         from financial_transactions where id = $2`,
+      [id, transactionId, at],
+    );
+    await this.platformSql(`update financial_transactions set status = 'reversed', reversed_by_id = $1 where id = $2`, [id, transactionId]);
+  }
+
+  /** A shipment delivered at `deliveredAt`, promised for `promised` when its label was bought. */
+  async shipment(promised: string, deliveredAt: string | null): Promise<void> {
+    const id = this.key('shp');
+    await this.platformSql(
+      `insert into shipping_shipments (id, account_id, livemode, order_id, status, carrier, service_level, tracking_number, carrier_reference, label_url,
+                                       rate_amount, rate_currency, rate_estimated_days, estimated_delivery, original_estimated_delivery, origin, destination,
+                                       packages, scenario, label_created_at, delivered_at, workflow_id, created_at, updated_at)
+       values ($1, $2, $3, 'ord_x', $4, 'sandbox', 'ground', $1, $1, 'https://example.com/label', 500, 'USD', 3, $5, $5, '{}', '{}', '[]', 'default',
+               $5::timestamptz - interval '3 days', $6, 'shipment-' || $1, $5::timestamptz - interval '3 days', now())`,
+      [id, this.accountId, this.livemode, deliveredAt ? 'delivered' : 'in_transit', promised, deliveredAt],
+    );
+  }
+
+  /** A warehouse whose SKU holds `onHandNow` units today, and the movements that led there (their own times). */
+  async stock(onHandNow: number, movements: { change: number; reason: string; at: string }[]): Promise<void> {
+    const warehouse = this.key('wh');
+    await this.platformSql(`insert into warehouses (id, account_id, livemode, name, created_at) values ($1, $2, $3, 'Main', now())`,
+      [warehouse, this.accountId, this.livemode]);
+    await this.platformSql(
+      `insert into inventory_levels (account_id, livemode, warehouse_id, sku, quantity, updated_at) values ($1, $2, $3, 'SKU-T', $4, now())`,
+      [this.accountId, this.livemode, warehouse, onHandNow],
+    );
+    // The level's own trigger recorded its insert as a movement now: replace it by the history.
+    await this.platformSql('delete from stock_movements where account_id = $1 and livemode = $2 and warehouse_id = $3', [this.accountId, this.livemode, warehouse]);
+    let q = onHandNow - movements.reduce((s, m) => s + m.change, 0);
+    for (const m of movements) {
+      await this.platformSql(
+        `insert into stock_movements (account_id, livemode, warehouse_id, sku, quantity_before, quantity_after, reserved_before, reserved_after,
+                                      in_transit_before, in_transit_after, reason, created_at)
+         values ($1, $2, $3, 'SKU-T', $4, $5, 0, 0, 0, 0, $6, $7)`,
+        [this.accountId, this.livemode, warehouse, q, q + m.change, m.reason, m.at],
+      );
+      q += m.change;
+    }
+  }
+
+  async call(status: 'completed' | 'failed' | 'no_answer', duration: number, at: string): Promise<void> {
+    const id = this.key('call');
+    await this.platformSql(
+      `insert into comm_calls (id, account_id, livemode, to_number, from_number, record_call, ring_timeout, status, destination_country, duration,
+                               rate_per_minute, currency, workflow_id, created_at, updated_at)
+       values ($1, $2, $3, '+4930123456', '+4930654321', false, 30, $4, 'DE', $5, 2, 'USD', 'call-' || $1, $6, $6)`,
+      [id, this.accountId, this.livemode, status, duration, at],
+    );
+  }
+
+  async pointsEarned(customerId: string, points: number, reversed: number, at: string): Promise<void> {
+    const id = this.key('lgr');
+    await this.platformSql(
+      `insert into loyalty_grants (id, account_id, livemode, customer_id, source, base_points, multiplier, tier, tier_multiplier, points, remaining_points,
+                                   reversed_points, status, reason, awarded_at, available_at, created_at)
+       values ($1, $2, $3, $4, 'award', $5, 1, 'bronze', 1, $5, $5::bigint - $6::bigint, $6, 'available', 'test', $7, $7, $7)`,
+      [id, this.accountId, this.livemode, customerId, points, reversed, at],
+    );
+  }
+
+  async pointsRedeemed(customerId: string, points: number, at: string): Promise<void> {
+    const reward = this.key('rwd');
+    await this.platformSql(
+      `insert into loyalty_rewards (id, account_id, livemode, name, cost, status, created_at, updated_at) values ($1, $2, $3, 'Mug', $4, 'active', $5, $5)`,
+      [reward, this.accountId, this.livemode, points, at],
+    );
+    await this.platformSql(
+      `insert into loyalty_redemptions (id, account_id, livemode, customer_id, reward_id, points_used, code, balance_after, created_at)
+       values ($1, $2, $3, $4, $5, $6, $1, 0, $7)`,
+      [this.key('lrd'), this.accountId, this.livemode, customerId, reward, points, at],
+    );
+  }
+
+  /** What billing's saveSubscription writes when the workflow changes a plan (`changePlan`): the row's plan, version and time. */
+  async changePlan(subscriptionId: string, planId: string, at: string): Promise<void> {
+    await this.platformSql('update subscriptions set plan_id = $2, version = version + 1, updated_at = $3 where id = $1', [subscriptionId, planId, at]);
   }
 }
 

@@ -1,5 +1,3 @@
-import { createReadStream } from 'node:fs';
-import { pipeline } from 'node:stream/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { kpis } from '../../../domain/analytics/kpis.ts';
@@ -12,11 +10,11 @@ import { MAX_HORIZON_DAYS, revenueAnalytics, revenueForecast } from '../../../do
 import {
   REPORT_FORMATS, REPORT_STATUSES, REPORT_TYPES, kpisSchema, reportFiltersSchema, reportSchema, revenueAnalyticsSchema, revenueForecastSchema,
 } from '../../../domain/analytics/schemas.ts';
-import { ApiError } from '../../../platform/errors.ts';
 import type { AppDeps } from '../../http/deps.ts';
 import { listQuery, listRoute } from '../../http/pagination.ts';
 import { getRoute, route } from '../../http/route.ts';
 import { csv, currency, isoDate } from '../../http/schemas.ts';
+import { sendReportFile } from './report-file.ts';
 
 const timezone = z
   .string()
@@ -149,22 +147,7 @@ export const analyticsRoutes = [
     },
     async handler({ deps, em, auth, params, query, res }) {
       const file = await reportFileFor(await reportsContext(deps, em()), deps.config, auth, params.report_id, query);
-      const stream = createReadStream(file.path);
-      await new Promise<void>((resolve, reject) => {
-        stream.once('open', () => resolve());
-        stream.once('error', reject);
-      }).catch((err: unknown) => {
-        throw new ApiError({
-          status: 410, code: 'report_expired', title: 'Gone', detail: `Report ${params.report_id}'s file is no longer stored.`,
-          suggestion: 'Generate the report again with POST /v3/analytics/reports/generate.', extensions: { reason: (err as Error).message },
-        });
-      });
-      res.status(200);
-      res.setHeader('Content-Type', file.contentType);
-      res.setHeader('Content-Length', String(file.size));
-      res.setHeader('Content-Disposition', `attachment; filename="${file.name}"`);
-      res.setHeader('Cache-Control', 'private, no-store');
-      await pipeline(stream, res);
+      await sendReportFile(res, deps.config, params.report_id, file);
       return { body: null };
     },
   }),
