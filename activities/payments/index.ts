@@ -1,3 +1,4 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { Context } from '@temporalio/activity';
 import { nativePool } from '../../db/pool.ts';
 import type { ActivityDeps } from '../../platform/area.ts';
@@ -6,6 +7,8 @@ import {
   DuplicatePaymentError, completeCharge, completeRefund, failPayment, failRefund, finishSplit, getPayment, getRefund, getTransfer, markTransferReversed,
   paymentForRefund, recordPayment, recordTransferResult, reserveRefund,
 } from '../../domain/payments/service.ts';
+import { savedCardRouting } from '../../domain/payments/routing.ts';
+import type { PaymentRouting } from '../../domain/payments/schemas.ts';
 import { scopedEm, type Scope } from '../../domain/scope.ts';
 import {
   gatewayKeys, paymentWorkflowId, refundWorkflowId,
@@ -56,10 +59,21 @@ export function createPaymentActivities({ orm, paymentGateways: gateways }: Paym
     }
   };
 
+  /**
+   * A payment started without a routing decision is a saved card's charge (billing's collections
+   * start the payment workflow with the card on file and the gateway that tokenised it): how it was
+   * routed is worked out here, once, and recorded with the payment (see `savedCardRouting`).
+   */
+  const savedCardChargeRouting = async (em: EntityManager, input: PaymentWorkflowInput): Promise<PaymentRouting | undefined> => {
+    if (!input.card || input.kind !== 'charge') return undefined;
+    return savedCardRouting(em, gateways, scopeOf(input), { currency: input.currency, amount: input.amount, brand: input.card.brand }, input.gateway);
+  };
+
   return {
     async recordPayment(input: PaymentWorkflowInput): Promise<PaymentView> {
       try {
-        return await recordPayment(scopedEm(orm, scopeOf(input)), input, paymentWorkflowId(input.paymentId));
+        const em = scopedEm(orm, scopeOf(input));
+        return await recordPayment(em, { ...input, routing: input.routing ?? await savedCardChargeRouting(em, input) }, paymentWorkflowId(input.paymentId));
       } catch (err) {
         if (err instanceof DuplicatePaymentError) {
           throw refuse(REFUSALS.duplicatePayment, err.message, { paymentId: err.existingPaymentId });

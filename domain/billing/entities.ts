@@ -77,6 +77,8 @@ export const Subscription = defineEntity({
     cardExpMonth: p.smallint().nullable(),
     cardExpYear: p.smallint().nullable(),
     cardToken: p.string().nullable(),
+    /** The gateway that tokenised the card (its token is valid there only); null: none, or not recorded (before 0083). */
+    cardGateway: p.string().nullable(),
     workflowId: p.string(),
     version: p.integer(),
     metadata: p.json<Record<string, string>>(),

@@ -2,3 +2,5 @@
 export { paidInvoiceTotals } from './revenue.ts';
 /** A test clock of the caller's account (404 otherwise): communications reads its frozen time as "now". */
 export { findTestClock } from './service.ts';
+/** Read-only lists of subscriptions and invoices (the /v3/ai tools read through them). */
+export { listSubscriptions, listInvoices } from './service.ts';

@@ -190,21 +190,24 @@ export async function saveSubscription(em: EntityManager, snap: SubscriptionSnap
     const applied = await tx.getConnection().execute<{ id: string }[]>(
       `insert into subscriptions (id, account_id, livemode, customer_id, plan_id, billing_cycle, status, auto_collection, days_until_due,
          trial_end, current_period_start, current_period_end, next_invoice_date, cancel_at_period_end, canceled_at, paused_at, resumes_at,
-         tax_jurisdiction, test_clock_id, card_brand, card_last4, card_exp_month, card_exp_year, card_token, workflow_id, version, metadata,
+         tax_jurisdiction, test_clock_id, card_brand, card_last4, card_exp_month, card_exp_year, card_token, card_gateway, workflow_id, version, metadata,
          created_at, updated_at)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?)
        on conflict (id) do update set plan_id = excluded.plan_id, status = excluded.status, trial_end = excluded.trial_end,
          current_period_start = excluded.current_period_start, current_period_end = excluded.current_period_end,
          next_invoice_date = excluded.next_invoice_date, cancel_at_period_end = excluded.cancel_at_period_end,
          canceled_at = excluded.canceled_at, paused_at = excluded.paused_at, resumes_at = excluded.resumes_at,
          card_brand = excluded.card_brand, card_last4 = excluded.card_last4, card_exp_month = excluded.card_exp_month,
-         card_exp_year = excluded.card_exp_year, card_token = excluded.card_token, version = excluded.version, updated_at = excluded.updated_at
+         card_exp_year = excluded.card_exp_year, card_token = excluded.card_token,
+         card_gateway = case when excluded.card_token is distinct from subscriptions.card_token or excluded.card_gateway is not null
+           then excluded.card_gateway else subscriptions.card_gateway end,
+         version = excluded.version, updated_at = excluded.updated_at
        where subscriptions.version < excluded.version
        returning id`,
       [snap.subscriptionId, snap.accountId, snap.livemode, snap.customerId, snap.planId, snap.billingCycle, snap.status, snap.autoCollection,
         snap.daysUntilDue, d(snap.trialEnd), d(snap.periodStart), d(snap.periodEnd), d(snap.nextInvoiceAt), snap.cancelAtPeriodEnd,
         d(snap.canceledAt), d(snap.pausedAt), d(snap.resumesAt), snap.taxJurisdiction, snap.testClockId, snap.card?.brand ?? null,
-        snap.card?.last4 ?? null, snap.card?.expMonth ?? null, snap.card?.expYear ?? null, snap.card?.token ?? null,
+        snap.card?.last4 ?? null, snap.card?.expMonth ?? null, snap.card?.expYear ?? null, snap.card?.token ?? null, snap.card ? snap.gateway ?? null : null,
         subscriptionWorkflowId(snap.subscriptionId), snap.version, JSON.stringify(snap.metadata), new Date(snap.createdAt), new Date(snap.at)],
       'all', tx.getTransactionContext());
     if (applied.length && snap.event) {

@@ -11,7 +11,7 @@ import {
 } from '../../workflows/billing/shared.ts';
 import type { subscriptionWorkflow } from '../../workflows/billing/subscription.ts';
 import { checkCustomers } from '../customers/public.ts';
-import { chooseGateway, tokenize, type CardInput, type CardOnFile, type PaymentGateways, type PaymentsContext } from '../payments/public.ts';
+import { tokenizeForSaving, type CardInput, type CardOnFile, type PaymentGateways, type PaymentsContext } from '../payments/public.ts';
 import type { Scope } from '../scope.ts';
 import { BillingPlan, Subscription, TestClock } from './entities.ts';
 import {
@@ -81,9 +81,11 @@ export async function createSubscription(ctx: BillingContext, scope: Scope, inpu
   let card: CardOnFile | null = null;
   let gateway: SubscriptionWorkflowInput['gateway'] = null;
   if (input.card) {
+    // Routed like a payment of the plan's price (rules, failover before any charge); the card's charges go where it was tokenised.
     const payments: PaymentsContext = { em: ctx.em, temporal: ctx.temporal, gateways: ctx.gateways, waitMs: 0 };
-    gateway = await chooseGateway(payments, scope);
-    card = await tokenize(payments, gateway, input.card);
+    const routed = await tokenizeForSaving(payments, scope, input.card, { currency: plan!.currency, amount: plan!.amount });
+    gateway = routed.gateway;
+    card = routed.onFile;
   }
   const subscriptionId = input.subscriptionId ?? newId('subscription');
   const workflowInput: SubscriptionWorkflowInput = {
@@ -190,10 +192,10 @@ export async function changeSubscriptionPlan(
 }
 /** Replaces the card collections charge: tokenized here, only the token reaches the workflow. */
 export async function updatePaymentMethod(ctx: BillingContext, scope: Scope, id: string, card: CardInput, requestId: string | null): Promise<SubscriptionView> {
-  await findSubscription(ctx.em, id);
+  const sub = await findSubscription(ctx.em, id);
+  const plan = await findPlan(ctx.em, sub.planId);
   const payments: PaymentsContext = { em: ctx.em, temporal: ctx.temporal, gateways: ctx.gateways, waitMs: 0 };
-  const gateway = await chooseGateway(payments, scope);
-  const onFile = await tokenize(payments, gateway, card);
+  const { gateway, onFile } = await tokenizeForSaving(payments, scope, card, { currency: plan.currency, amount: plan.amount });
   return update(ctx, id, (h) => h.executeUpdate(updatePaymentMethodUpdate, { args: [{ card: onFile, gateway, requestId }] }));
 }
 

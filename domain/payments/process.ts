@@ -13,11 +13,15 @@ import {
 import { checkCustomers } from '../customers/public.ts';
 import type { Scope } from '../scope.ts';
 import { cardBrand, type CardInput, type CardOnFile } from './cards.ts';
-import { routePayment, tokenizeWithFailover } from './routing.ts';
+import {
+  matchRules, routePayment, savedCardRouting, unusableReason, tokenizeWithFailover, type GatewayFilter, type RoutedCard, type RoutingDecision, type RoutingFacts,
+} from './routing.ts';
 import type { PaymentRouting } from './schemas.ts';
 import type { PaymentGateways } from './gateways/index.ts';
 import { stripeAmountProblem } from './gateways/stripe-amounts.ts';
-import { CardRejectedError, GatewayRejectedError, GatewayUnavailableError, type GatewayName } from './gateways/types.ts';
+import {
+  CardRejectedError, GatewayRejectedError, GatewayUnavailableError, gatewayMerchant, supportsTransfers, type GatewayName,
+} from './gateways/types.ts';
 import { findPaymentByRequestKey, gatewayFor, getPayment, paymentForRefund } from './service.ts';
 import { planSplit, type SplitInput, type SplitPlan } from './split.ts';
 
@@ -43,10 +47,19 @@ export interface PaymentsContext {
  */
 export interface SavedCards {
   /** The customer's default card, in the em's account and mode; null when it has none. */
-  defaultCard(em: EntityManager, customerId: string): Promise<CardOnFile | null>;
+  defaultCard(em: EntityManager, customerId: string): Promise<SavedCard | null>;
 }
 
-/** The gateway a card token belongs to (a token can only be charged through its own gateway). */
+/** A card on file and the gateway that tokenised it (null: not recorded, a card saved before it was). */
+export interface SavedCard {
+  card: CardOnFile;
+  gateway: GatewayName | null;
+}
+
+/**
+ * The gateway a card token belongs to, guessed from its shape (a token can only be charged through its
+ * own gateway): for cards saved before the tokenising gateway was recorded with them.
+ */
 export function tokenGateway(token: string): GatewayName | null {
   if (token.startsWith('tok_sandbox_')) return 'sandbox';
   if (token.startsWith('pm_')) return 'stripe';
@@ -176,16 +189,36 @@ export async function processPayment(ctx: PaymentsContext, scope: Scope, card: C
   if (missing.length) throw validationFailed(missing);
   // Routing rules first (domain/payments/routing.ts); without a matching rule, the account's gateway.
   const decision = await routePayment(ctx.em, ctx.gateways, scope, { currency: input.currency, amount: input.amount, brand: cardBrand(card.number) })
-    ?? { candidates: [await chooseGateway(ctx, scope)], ruleId: null, reason: scope.livemode ? 'the account\'s live gateway (no routing rule matched)' : 'test mode: the sandbox (no routing rule matched)' };
+    ?? await defaultDecision(ctx, scope);
   const amountProblems = decision.candidates.flatMap((g) => gatewayAmountProblems(g, input.currency, [['amount', input.amount]]));
   if (amountProblems.length) throw validationFailed(amountProblems.slice(0, 1));
-  let routed;
+  const routed = await tokenizeRouted(ctx, decision, card);
+  return chargeCardOnFile(ctx, scope, routed.gateway, routed.onFile, input, undefined, routed.routing);
+}
+
+/** No routing rule matched: the account's gateway (test mode: the sandbox). */
+async function defaultDecision(ctx: PaymentsContext, scope: Scope, passedOver: string[] = []): Promise<RoutingDecision> {
+  const reason = scope.livemode ? 'the account\'s live gateway (no routing rule matched)' : 'test mode: the sandbox (no routing rule matched)';
+  return { candidates: [await chooseGateway(ctx, scope)], ruleId: null, reason: passedOver.length ? `${reason}; passed over ${passedOver.join(', ')}` : reason };
+}
+
+/** Tokenizes with the decision's first gateway that is up (failover before any charge); failures as the API's answers. */
+async function tokenizeRouted(ctx: PaymentsContext, decision: RoutingDecision, card: CardInput): Promise<RoutedCard> {
   try {
-    routed = await tokenizeWithFailover(ctx.gateways, decision, card);
+    return await tokenizeWithFailover(ctx.gateways, decision, card);
   } catch (err) {
     throw err instanceof ApiError ? err : tokenizeProblem(err);
   }
-  return chargeCardOnFile(ctx, scope, routed.gateway, routed.onFile, input, undefined, routed.routing);
+}
+
+/**
+ * Saves a card (billing's subscriptions): routed by the rules like a payment of `amount` in
+ * `currency` would be (failover before any charge), and tokenized there. The gateway is kept with
+ * the token: the card's charges can only go there.
+ */
+export async function tokenizeForSaving(ctx: PaymentsContext, scope: Scope, card: CardInput, facts: { currency: string; amount: number }): Promise<RoutedCard> {
+  const decision = await routePayment(ctx.em, ctx.gateways, scope, { ...facts, brand: cardBrand(card.number) }) ?? await defaultDecision(ctx, scope);
+  return tokenizeRouted(ctx, decision, card);
 }
 
 /** A marketplace split's charge: the amount and currency come from `split`. */
@@ -201,6 +234,12 @@ export interface SplitChargeInput extends Omit<ChargeInput, 'amount' | 'currency
  * The split is planned exactly first (422 naming every bad field, before anything is charged); the
  * same `requestIdempotencyKey` returns the first payment; customer destinations must exist, and
  * Stripe pays connected accounts (acct_…) only.
+ *
+ * Routing (routing.ts): the rules choose among the gateways that make transfers (the others are
+ * skipped as `transfers_not_supported`; a matching rule with none is passed over); no rule: the
+ * account's gateway, or 422 `transfers_not_supported` when it makes none. A card given is tokenized
+ * with failover before any charge; a saved card is charged at the gateway that tokenised it (its
+ * token is valid nowhere else), or refused (422) when that gateway makes no transfers.
  */
 export async function processSplitPayment(ctx: PaymentsContext, scope: Scope, card: CardInput | null, input: SplitChargeInput): Promise<PaymentView> {
   const planned = planSplit(input.split);
@@ -213,23 +252,109 @@ export async function processSplitPayment(ctx: PaymentsContext, scope: Scope, ca
   const customers: [string, string][] = destinations.flatMap((s, i) => (s.destination.startsWith('cus_') ? [[`splits.${i}.destination`, s.destination] as [string, string]] : []));
   if (input.customerId) customers.push(['customer_id', input.customerId]);
   const errors = await checkCustomers(ctx.em, customers);
-  const gateway = await chooseGateway(ctx, scope);
-  if (gateway === 'stripe') {
-    destinations.forEach((s, i) => {
-      if (s.destination.startsWith('cus_')) errors.push({ path: `splits.${i}.destination`, message: 'Stripe transfers go to connected accounts (acct_…) only' });
-    });
-  }
-  errors.push(...gatewayAmountProblems(gateway, input.split.currency, [
-    ['total_amount', planned.plan.total],
-    ...planned.plan.transfers.map((t, i) => [`splits.${i}`, t.amount] as const),
-  ]));
-  if (errors.length) throw validationFailed(errors);
   const { split, ...charge } = input;
   const chargeInput = { ...charge, amount: planned.plan.total, currency: split.currency };
-  if (card) return chargeCardOnFile(ctx, scope, gateway, await tokenize(ctx, gateway, card), chargeInput, planned.plan);
-  const saved = input.customerId && ctx.savedCards ? await ctx.savedCards.defaultCard(ctx.em, input.customerId) : null;
-  if (saved && tokenGateway(saved.token) === gateway) return chargeCardOnFile(ctx, scope, gateway, saved, chargeInput, planned.plan);
-  return startPaymentWorkflow(ctx, scope, paymentInput(scope, gateway, null, chargeInput, planned.plan));
+  const saved = !card && input.customerId && ctx.savedCards && !errors.length ? await savedSplitCard(ctx, scope, input.customerId) : null;
+  const facts: RoutingFacts = { currency: split.currency, amount: planned.plan.total, brand: card ? cardBrand(card.number) : saved?.card.brand ?? null };
+  const decision = saved
+    ? { candidates: [saved.gateway], ruleId: null, reason: '' }
+    : await routeSplit(ctx, scope, facts);
+  for (const gateway of decision.candidates) {
+    if (gateway === 'stripe') {
+      destinations.forEach((s, i) => {
+        if (s.destination.startsWith('cus_')) errors.push({ path: `splits.${i}.destination`, message: 'Stripe transfers go to connected accounts (acct_…) only' });
+      });
+    }
+    errors.push(...gatewayAmountProblems(gateway, split.currency, [
+      ['total_amount', planned.plan.total],
+      ...planned.plan.transfers.map((t, i) => [`splits.${i}`, t.amount] as const),
+    ]));
+  }
+  if (errors.length) throw validationFailed(errors);
+  if (saved) {
+    const routing = await savedCardRouting(ctx.em, ctx.gateways, scope, facts, saved.gateway, transfersFilter);
+    return chargeCardOnFile(ctx, scope, saved.gateway, saved.card, chargeInput, planned.plan, routing);
+  }
+  if (card) {
+    const routed = await tokenizeRouted(ctx, decision, card);
+    return chargeCardOnFile(ctx, scope, routed.gateway, routed.onFile, chargeInput, planned.plan, routed.routing);
+  }
+  const { gateway, routing } = await balanceGateway(ctx, scope, decision, split.currency);
+  return startPaymentWorkflow(ctx, scope, paymentInput(scope, gateway, null, chargeInput, planned.plan, routing));
+}
+
+/**
+ * A split funded by the platform balance goes to the first candidate that answers a balance
+ * enquiry: a read, before anything moves, so a gateway that is down is failed over like a card's
+ * tokenization is (the workflow checks the amount itself, at the gateway chosen). A single
+ * candidate has nothing to fail over to: it is not asked here (the workflow waits for it).
+ */
+async function balanceGateway(ctx: PaymentsContext, scope: Scope, decision: RoutingDecision, currency: string): Promise<{ gateway: GatewayName; routing: PaymentRouting }> {
+  const only = decision.candidates.length === 1 ? decision.candidates[0]! : null;
+  if (only) return { gateway: only, routing: { rule_id: decision.ruleId, reason: `${decision.reason}; funded by the platform balance at ${only}`, failed_over: [] } };
+  const failedOver: { gateway: string; message: string }[] = [];
+  for (const gateway of decision.candidates) {
+    try {
+      await ctx.gateways.get(gateway).balance({ merchant: gatewayMerchant(scope), currency });
+    } catch (err) {
+      if (!(err instanceof GatewayUnavailableError)) throw err;
+      failedOver.push({ gateway, message: err.message.slice(0, 300) });
+      continue;
+    }
+    const reason = `${decision.reason}; funded by the platform balance at ${gateway}${failedOver.length ? `; failed over to ${gateway}` : ''}`;
+    return { gateway, routing: { rule_id: decision.ruleId, reason, failed_over: failedOver } };
+  }
+  throw new ApiError({
+    status: 503, code: 'service_unavailable', title: 'Service Unavailable',
+    detail: `Every gateway the routing chose is unreachable right now (${decision.candidates.join(', ')}); nothing was transferred.`,
+    suggestion: 'Retry after 5 seconds with the same Idempotency-Key.', headers: { 'Retry-After': '5' },
+  });
+}
+
+const transfersFilter: GatewayFilter = (g) => (supportsTransfers(g) ? null : 'transfers_not_supported');
+
+/** The gateways for a split paid by a card given or the platform balance: the rules' among those that make transfers, else the account's. */
+async function routeSplit(ctx: PaymentsContext, scope: Scope, facts: RoutingFacts): Promise<RoutingDecision> {
+  const { decision, passedOver } = await matchRules(ctx.em, ctx.gateways, scope, facts, transfersFilter);
+  if (decision) return decision;
+  const fallback = await defaultDecision(ctx, scope, passedOver);
+  const gateway = fallback.candidates[0]!;
+  if (supportsTransfers(gateway)) return fallback;
+  throw transfersNotSupported(
+    `No gateway can make this split's transfers: ${[...passedOver, `the account's ${scope.livemode ? 'live ' : ''}gateway ${gateway}: transfers_not_supported`].join(', ')}. Nothing was charged.`,
+    'Add a routing rule for marketplace splits that names a gateway with transfers (sandbox or stripe), or choose one as the account\'s gateway.',
+  );
+}
+
+/**
+ * The customer's default saved card for a split, with the gateway its token belongs to; null when it
+ * has none (the platform balance pays), or when the gateway was not recorded and cannot be told
+ * from the token (a card saved before it was: the balance pays, as it did then).
+ */
+async function savedSplitCard(ctx: PaymentsContext, scope: Scope, customerId: string): Promise<{ card: CardOnFile; gateway: GatewayName } | null> {
+  const saved = await ctx.savedCards!.defaultCard(ctx.em, customerId);
+  const gateway = saved ? saved.gateway ?? tokenGateway(saved.card.token) : null;
+  if (!saved || !gateway) return null;
+  const unusable = unusableReason(ctx.gateways, scope, gateway);
+  if (unusable) {
+    throw new ApiError({
+      status: 503, code: 'gateway_not_configured', title: 'Service Unavailable', headers: { 'Retry-After': '60' },
+      detail: `The customer's saved card was tokenised by ${gateway}, which is ${unusable}; nothing was charged.`,
+      suggestion: `Configure the ${gateway} gateway on the server, or send a payment_method with the split.`,
+    });
+  }
+  if (!supportsTransfers(gateway)) {
+    throw transfersNotSupported(
+      `The customer's saved card was tokenised by ${gateway}, and its token can be charged there only; ${gateway} makes no marketplace transfers. Nothing was charged.`,
+      'Send a payment_method with the split (it is tokenised with a gateway that makes transfers), or give the customer\'s subscription a new payment method.',
+      [{ path: 'customer_id', message: `the customer's saved card belongs to ${gateway}, which makes no transfers` }],
+    );
+  }
+  return { card: saved.card, gateway };
+}
+
+function transfersNotSupported(detail: string, suggestion: string, errors?: FieldError[]): ApiError {
+  return new ApiError({ status: 422, code: 'transfers_not_supported', title: 'Transfers Not Supported', detail, suggestion, ...(errors ? { errors } : {}) });
 }
 
 function paymentInput(scope: Scope, gateway: GatewayName, card: CardOnFile | null, input: ChargeInput, split?: SplitPlan, routing?: PaymentRouting): PaymentWorkflowInput {

@@ -5,5 +5,7 @@
 export { checkCard, type CardInput, type CardOnFile } from './cards.ts';
 export type { GatewayName } from './gateways/types.ts';
 export type { PaymentGateways } from './gateways/index.ts';
-export { chooseGateway, tokenize, type PaymentsContext, type SavedCards } from './process.ts';
+export { chooseGateway, tokenize, tokenizeForSaving, type PaymentsContext, type SavedCard, type SavedCards } from './process.ts';
 export { findSucceededPayment, type SucceededPayment } from './service.ts';
+/** One payment, read-only (the /v3/ai tools read through it). */
+export { getPayment } from './service.ts';

@@ -26,7 +26,8 @@ import type { PaymentRouting, RoutingConditions, RoutingRuleView } from './schem
 export interface RoutingFacts {
   currency: string;
   amount: number;
-  brand: CardBrand;
+  /** Null when no card pays (a marketplace split funded by the platform balance): a card_brands condition then does not hold. */
+  brand: CardBrand | null;
 }
 
 export interface RoutingDecision {
@@ -91,7 +92,7 @@ export function conditionsHold(c: RoutingConditions, facts: RoutingFacts): boole
   if (c.currencies && !c.currencies.includes(facts.currency.toUpperCase())) return false;
   if (c.amount_gte !== undefined && facts.amount < c.amount_gte) return false;
   if (c.amount_lte !== undefined && facts.amount > c.amount_lte) return false;
-  if (c.card_brands && !c.card_brands.includes(facts.brand)) return false;
+  if (c.card_brands && (facts.brand === null || !c.card_brands.includes(facts.brand))) return false;
   return true;
 }
 
@@ -105,24 +106,91 @@ function describe(c: RoutingConditions): string {
   return parts.length ? parts.join(' and ') : 'every payment';
 }
 
-/** The gateways to try for a payment, in order, and why. Null candidates list: the default applies. */
+/** Why a gateway cannot take this payment (null: it can), e.g. `transfers_not_supported` for a split. */
+export type GatewayFilter = (gateway: GatewayName) => string | null;
+
+/** What routing found: the decision of the first rule that has a gateway for the payment, and the matching rules passed over first. */
+export interface RoutingMatch {
+  decision: RoutingDecision | null;
+  /** Matching rules with no gateway for this payment, each with why (`rule "EUR" (adyen: transfers_not_supported)`). */
+  passedOver: string[];
+}
+
+/** Whether the gateway may serve this mode here (see the module comment); the reason when not. */
+export function unusableReason(gateways: PaymentGateways, scope: Scope, g: GatewayName): string | null {
+  const usable = gateways.configured(g) && (scope.livemode ? g !== 'sandbox' || gateways.liveSandboxAllowed : gateways.testEnvironment(g));
+  return usable ? null : `not usable in ${scope.livemode ? 'live' : 'test'} mode on this server`;
+}
+
+/**
+ * The first enabled rule (by priority) whose conditions hold and that names a gateway able to take
+ * the payment (usable here and passing `filter`): its able gateways, in its order, are the
+ * candidates. A matching rule with none is passed over (and said so), as a rule naming only
+ * unconfigured gateways always was.
+ */
+export async function matchRules(
+  em: EntityManager, gateways: PaymentGateways, scope: Scope, facts: RoutingFacts, filter: GatewayFilter = () => null,
+): Promise<RoutingMatch> {
+  const rules = await em.find(PaymentRoutingRule, { enabled: true }, { orderBy: { priority: 'asc', id: 'asc' } });
+  const passedOver: string[] = [];
+  for (const rule of rules) {
+    if (!conditionsHold(rule.conditions, facts)) continue;
+    const candidates: GatewayName[] = [];
+    const skipped: string[] = [];
+    for (const g of rule.gateways as GatewayName[]) {
+      const why = unusableReason(gateways, scope, g) ?? filter(g);
+      if (why) skipped.push(`${g}: ${why}`);
+      else candidates.push(g);
+    }
+    if (!candidates.length) {
+      passedOver.push(`rule "${rule.name}" (${skipped.join('; ')})`);
+      continue;
+    }
+    const reason = [
+      `rule "${rule.name}" (${describe(rule.conditions)})`,
+      ...(skipped.length ? [`skipped ${skipped.join(', ')}`] : []),
+      ...(passedOver.length ? [`passed over ${passedOver.join(', ')}`] : []),
+    ].join('; ');
+    return { decision: { candidates, ruleId: rule.id, reason }, passedOver };
+  }
+  return { decision: null, passedOver };
+}
+
+/** The gateways to try for a plain card payment, in order, and why. Null: no rule matched, the default applies. */
 export async function routePayment(
   em: EntityManager, gateways: PaymentGateways, scope: Scope, facts: RoutingFacts,
 ): Promise<RoutingDecision | null> {
-  const rules = await em.find(PaymentRoutingRule, { enabled: true }, { orderBy: { priority: 'asc', id: 'asc' } });
-  const usable = (g: GatewayName) => gateways.configured(g) && (scope.livemode ? g !== 'sandbox' || gateways.liveSandboxAllowed : gateways.testEnvironment(g));
-  for (const rule of rules) {
-    if (!conditionsHold(rule.conditions, facts)) continue;
-    const named = rule.gateways as GatewayName[];
-    const candidates = named.filter(usable);
-    if (!candidates.length) continue;
-    const skipped = named.filter((g) => !candidates.includes(g));
-    return {
-      candidates, ruleId: rule.id,
-      reason: `rule "${rule.name}" (${describe(rule.conditions)})${skipped.length ? `; skipped ${skipped.join(', ')} (not usable in ${scope.livemode ? 'live' : 'test'} mode on this server)` : ''}`,
-    };
-  }
-  return null;
+  return (await matchRules(em, gateways, scope, facts)).decision;
+}
+
+/** A card tokenized where routing chose: the gateway (its token is valid there only), the token, and how it was chosen. */
+export interface RoutedCard {
+  gateway: GatewayName;
+  onFile: CardOnFile;
+  routing: PaymentRouting;
+}
+
+/**
+ * How a saved card's charge is routed: to the gateway that tokenised it, always — a card token is
+ * valid at its own gateway only, and no card number is kept to tokenize it elsewhere, so a rule
+ * can move a saved card's charges only if it names that gateway too (then the rule is credited).
+ * A matching rule that names only other gateways is reported, not followed: the card reaches
+ * the rule's gateway when it is saved again (a new payment method is tokenised under the rules).
+ * No failover either: another gateway could not charge the token, and a charge whose outcome is
+ * unknown waits at its gateway (reconciliation).
+ */
+export async function savedCardRouting(
+  em: EntityManager, gateways: PaymentGateways, scope: Scope, facts: RoutingFacts, cardGateway: GatewayName, filter?: GatewayFilter,
+): Promise<PaymentRouting> {
+  const own = `the saved card's gateway: ${cardGateway} tokenised it, and a card token is valid at its own gateway only`;
+  const { decision } = await matchRules(em, gateways, scope, facts, filter);
+  if (!decision) return { rule_id: null, reason: `${own} (no routing rule matched)`, failed_over: [] };
+  if (decision.candidates.includes(cardGateway)) return { rule_id: decision.ruleId, reason: `${decision.reason}; ${own}`, failed_over: [] };
+  return {
+    rule_id: null,
+    reason: `${own}; ${decision.reason} prefers ${decision.candidates.join(', ')}, which cannot charge this card (a new payment method is tokenised under the rules)`,
+    failed_over: [],
+  };
 }
 
 /**
@@ -130,9 +198,7 @@ export async function routePayment(
  * charge) is recorded and the next one tried. Other failures (a declined or invalid card) are not
  * a reason to fail over: they are thrown as they are.
  */
-export async function tokenizeWithFailover(
-  gateways: PaymentGateways, decision: RoutingDecision, card: CardInput,
-): Promise<{ gateway: GatewayName; onFile: CardOnFile; routing: PaymentRouting }> {
+export async function tokenizeWithFailover(gateways: PaymentGateways, decision: RoutingDecision, card: CardInput): Promise<RoutedCard> {
   const failedOver: { gateway: string; message: string }[] = [];
   for (const gateway of decision.candidates) {
     try {

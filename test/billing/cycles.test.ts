@@ -144,7 +144,7 @@ describe('billing cycles', () => {
     // Ops find a customer's subscription in the Temporal UI by its search attributes.
     const sub = await subscribe({ plan_id: plan.id, auto_collection: false });
     const desc = await platform.temporal.client.workflow.getHandle(sub.workflow_id).describe();
-    expect(desc.taskQueue).toBe(`${platform.taskQueuePrefix}billing`);
+    expect(desc.taskQueue).toBe(platform.temporal.taskQueue('billing'));
     expect(desc.searchAttributes).toMatchObject({ BpCustomerId: [sub.customer_id], BpResourceId: [sub.id], BpMode: ['test'] });
     // A wall-clock subscription: next invoice a month out, and 409 for an impossible transition.
     expect(Date.parse(sub.current_period_end) - Date.parse(sub.current_period_start)).toBeGreaterThan(27 * 86_400_000);

@@ -1,4 +1,5 @@
-import { extractText, getDocumentProxy } from 'unpdf';
+import { createCanvas, loadImage } from '@napi-rs/canvas';
+import { extractText, getDocumentProxy, renderPageAsImage } from 'unpdf';
 import { describe, expect, it } from 'vitest';
 import { nextInvoiceNumber } from '../../domain/billing/invoice-numbers.ts';
 import { scopedEm } from '../../domain/scope.ts';
@@ -33,6 +34,50 @@ async function pdfOf(invoiceId: string): Promise<{ bytes: Buffer; text: string; 
   const doc = await getDocumentProxy(new Uint8Array(bytes));
   const { text } = await extractText(doc, { mergePages: true });
   return { bytes, text: text.replace(/\s+/g, ' '), headers: res.headers };
+}
+
+/** A page as pixels: page 1 of `pdf` rendered to a PNG (pdf.js on @napi-rs/canvas, no system tools), then decoded. */
+interface Page {
+  png: Buffer;
+  width: number;
+  height: number;
+  rgb(x: number, y: number): [number, number, number];
+  count(test: (r: number, g: number, b: number, x: number, y: number) => boolean, box?: { x0: number; y0: number; x1: number; y1: number }): number;
+}
+
+async function renderPage(pdf: Buffer, scale: number): Promise<Page> {
+  // pdf.js takes ownership of the bytes it is given: hand it a copy.
+  const png = Buffer.from(await renderPageAsImage(new Uint8Array(pdf), 1, { canvasImport: () => import('@napi-rs/canvas'), scale }));
+  const image = await loadImage(png);
+  const canvas = createCanvas(image.width, image.height);
+  const ctx = canvas.getContext('2d');
+  ctx.drawImage(image, 0, 0);
+  const data = ctx.getImageData(0, 0, image.width, image.height).data;
+  const rgb = (x: number, y: number): [number, number, number] => {
+    const i = (y * image.width + x) * 4;
+    return [data[i]!, data[i + 1]!, data[i + 2]!];
+  };
+  return {
+    png, width: image.width, height: image.height, rgb,
+    count(test, box = { x0: 0, y0: 0, x1: image.width, y1: image.height }) {
+      let n = 0;
+      for (let y = box.y0; y < box.y1; y++) for (let x = box.x0; x < box.x1; x++) if (test(...rgb(x, y), x, y)) n++;
+      return n;
+    },
+  };
+}
+
+const near = (expected: [number, number, number], tolerance: number) => (r: number, g: number, b: number) =>
+  Math.abs(r - expected[0]) <= tolerance && Math.abs(g - expected[1]) <= tolerance && Math.abs(b - expected[2]) <= tolerance;
+const hex = (colour: string): [number, number, number] => [1, 3, 5].map((i) => parseInt(colour.slice(i, i + 2), 16)) as [number, number, number];
+
+/** A solid 200×100 PNG of one colour, as a template logo. */
+function solidLogo(colour: string): string {
+  const canvas = createCanvas(200, 100);
+  const ctx = canvas.getContext('2d');
+  ctx.fillStyle = colour;
+  ctx.fillRect(0, 0, 200, 100);
+  return canvas.toBuffer('image/png').toString('base64');
 }
 
 const draft = (customerId: string, extra: Record<string, unknown> = {}) => post('/v3/invoices', {
@@ -135,6 +180,51 @@ describe('invoices: drafts, gap-free numbers, PDFs', () => {
     const wavForPdf = await http('/v3/invoices/inv_nope/pdf', { key, headers: { accept: 'audio/wav' } });
     expect(wavForPdf.status).toBe(406);
     expect(wavForPdf.body.suggestion).toContain('application/pdf');
+  });
+
+  it('renders page 1 to a PNG that shows the template: not blank, the logo where the template puts it, the accent bar, DRAFT only on a draft', async () => {
+    const customerId = await newCustomer(http, key);
+    const LOGO = '#e4007c';
+    const ACCENT = '#0a84ff';
+    const tpl = await post('/v3/invoice_templates', { name: 'Rendered', logo: { data: solidLogo(LOGO) }, accent_color: ACCENT, memo: 'Thank you.' });
+    const inv = await draft(customerId, { template_id: tpl.id });
+    const scale = 1.5;
+    // The template's layout (domain/billing/invoice-pdf.ts), in PDF points: an A4 page, the logo fitted
+    // into 140×60 at (50, 50) (a 2:1 logo: 120×60), an 8 pt accent bar across the top, the watermark
+    // across the middle of the page.
+    const pt = (n: number) => Math.round(n * scale);
+    const logoBox = { x0: pt(50) + 2, y0: pt(50) + 2, x1: pt(170) - 2, y1: pt(110) - 2 };
+    const middle = { x0: 0, y0: pt(841.89 / 3), x1: pt(595.28), y1: pt((2 * 841.89) / 3) };
+    // The watermark's grey (#d1d5db at 50 % over white); text edges hardly ever land on it exactly.
+    const watermarkGrey = near([232, 234, 237], 3);
+    const logoColour = near(hex(LOGO), 12);
+
+    const check = async (pdf: Buffer) => {
+      const page = await renderPage(pdf, scale);
+      expect(page.png.subarray(1, 4).toString()).toBe('PNG');
+      expect([page.width, page.height]).toEqual([Math.floor(595.28 * scale), Math.floor(841.89 * scale)]);
+      const area = page.width * page.height;
+      // Not blank, and not a page of ink either: an invoice is mostly white paper.
+      const ink = page.count((r, g, b) => r < 245 || g < 245 || b < 245) / area;
+      expect(ink).toBeGreaterThan(0.02);
+      expect(ink).toBeLessThan(0.35);
+      // The logo: its colour fills its box, and is nowhere else on the page.
+      const logoArea = (logoBox.x1 - logoBox.x0) * (logoBox.y1 - logoBox.y0);
+      expect(page.count(logoColour, logoBox)).toBe(logoArea);
+      expect(page.count(logoColour)).toBeLessThan(logoArea * 1.2);
+      // The accent bar across the top, left to right.
+      for (const x of [pt(10), pt(300), pt(585)]) expect(near(hex(ACCENT), 8)(...page.rgb(x, pt(3)))).toBe(true);
+      return { page, watermark: page.count(watermarkGrey, middle) };
+    };
+
+    const drafted = await check((await pdfOf(inv.id)).bytes);
+    expect(drafted.watermark).toBeGreaterThan(5_000);
+    expect(watermarkGrey(...drafted.page.rgb(Math.floor(drafted.page.width / 2), Math.floor(drafted.page.height / 2)))).toBe(true);
+
+    await post(`/v3/invoices/${inv.id}/finalize`, {}, 200);
+    const finalised = await check((await pdfOf(inv.id)).bytes);
+    expect(finalised.watermark).toBeLessThan(drafted.watermark / 10);
+    expect(watermarkGrey(...finalised.page.rgb(Math.floor(finalised.page.width / 2), Math.floor(finalised.page.height / 2)))).toBe(false);
   });
 
   it('numbers parallel finalisations gap-free and without duplicates; a double finalisation wins once', async () => {

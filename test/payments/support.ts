@@ -62,7 +62,7 @@ export async function findCardData(platform: TestPlatform, secrets: string[], lo
 
   const ids = new Set<string>();
   for (const r of await platform.sql<{ workflow_id: string }>('select workflow_id from payments union select workflow_id from payment_refunds where workflow_id is not null')) ids.add(r.workflow_id);
-  for await (const wf of platform.temporal.client.workflow.list({ query: `TaskQueue = '${platform.taskQueuePrefix}payments'` })) ids.add(wf.workflowId);
+  for await (const wf of platform.temporal.client.workflow.list({ query: `TaskQueue = '${platform.temporal.taskQueue('payments')}'` })) ids.add(wf.workflowId);
   for (const id of ids) {
     const history = await platform.temporal.client.workflow.getHandle(id).fetchHistory();
     const text = textOf(history);

@@ -126,7 +126,8 @@ export const invoiceTemplateRoutes = [
   route({
     method: 'get', path: '/v3/invoices/{invoice_id}/pdf', operationId: 'getInvoicePdf', tag: 'Billing',
     summary: 'The invoice as a PDF (a finalised invoice is rendered once and stored; a draft carries a DRAFT watermark)',
-    permission: 'billing:read', status: 200, params: invoiceId, produces: 'application/pdf', response: z.string(),
+    permission: 'billing:read', status: 200, params: invoiceId, response: z.string(),
+    binary: { mediaType: 'application/pdf', description: 'The invoice as a PDF' },
     async handler({ em, auth, params }) {
       const { pdf, invoice } = await invoicePdf(em(), auth, params.invoice_id);
       return {

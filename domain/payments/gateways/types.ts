@@ -9,6 +9,16 @@ export const GATEWAY_NAMES = ['sandbox', 'stripe', 'adyen', 'paypal'] as const;
 export type GatewayName = (typeof GATEWAY_NAMES)[number];
 
 /**
+ * The gateways that make marketplace transfers (and report a platform balance). Adyen and PayPal
+ * answer `transfers_not_supported` (Adyen for Platforms and PayPal's partner payouts are other
+ * products), so marketplace splits are routed past them.
+ */
+const TRANSFER_GATEWAYS: ReadonlySet<GatewayName> = new Set(['sandbox', 'stripe']);
+export function supportsTransfers(gateway: GatewayName): boolean {
+  return TRANSFER_GATEWAYS.has(gateway);
+}
+
+/**
  * The gateway account money moves in (its balance): one per account and mode, `<account id>:<live|test>`.
  * Stripe knows it from the API key and ignores it; the sandbox keeps a balance per merchant and currency.
  */
