@@ -2,7 +2,7 @@ import { permissionScopes } from '../domain/registry.ts';
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +25,8 @@ export interface BenchPlatform {
   /** A key on a premium account by default (the bench env lifts the limits; the pipeline still counts them). */
   newKey(input?: Partial<CreateKeyInput>): Promise<string>;
   sql<T extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
+  /** Peak resident memory of the API + worker process so far (Linux VmHWM), in MB; null elsewhere. */
+  peakRssMb(): number | null;
   close(): Promise<void>;
 }
 
@@ -74,7 +76,7 @@ export async function startInfra(): Promise<Infra> {
 }
 
 
-/** Spawns `node <script>` and resolves with the first JSON line it prints on stdout. */
+/** Spawns `node <script>` and resolves with the `{"url": …}` line it prints on stdout when ready. */
 export async function spawnServer(script: string, env: Record<string, string>): Promise<{ child: ChildProcess; info: Record<string, string> }> {
   // BENCH_PROFILE=DIR writes a V8 CPU profile of every server process into DIR (open it in Chrome DevTools).
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
@@ -85,12 +87,15 @@ export async function spawnServer(script: string, env: Record<string, string>): 
     let buffer = '';
     child.stdout!.on('data', (chunk: Buffer) => {
       buffer += chunk.toString();
-      const line = buffer.split('\n').find((l) => l.startsWith('{'));
+      // The ready line is `{"url":…}`; JSON log lines (LOG_LEVEL=info or debug) may come first.
+      const line = buffer.split('\n').find((l) => l.startsWith('{"url"'));
       if (line) resolve(JSON.parse(line));
     });
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code} before it was ready`)));
   });
-  child.stdout!.resume();
+  // BENCH_SERVER_LOG=1 passes the server's log lines on (to stderr); otherwise they are dropped.
+  if (process.env.BENCH_SERVER_LOG) child.stdout!.pipe(process.stderr);
+  else child.stdout!.resume();
   return { child, info };
 }
 
@@ -124,6 +129,14 @@ export async function startBenchPlatform(infra: Infra, opts: { env?: Record<stri
     },
     async sql(text, values) {
       return (await (await orm.em.getConnection().getNativeClient()).query(text, values)).rows;
+    },
+    peakRssMb() {
+      try {
+        const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1];
+        return kb ? Math.round(Number(kb) / 1024) : null;
+      } catch {
+        return null;
+      }
     },
     async close() {
       await stopServer(child);

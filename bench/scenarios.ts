@@ -10,7 +10,8 @@ import { scenario as rewards } from './rewards.ts';
 import { scenario as segments } from './segments.ts';
 import { scenario as shipping } from './shipping.ts';
 import { scenario as warehouses } from './warehouses.ts';
+import { scenario as warehousesSequence } from './warehouses-sequence.ts';
 import { scenario as webhooks } from './webhooks.ts';
 
 /** Every benchmark `npm run bench` runs, in order. `npm run bench -- <name-substring>` runs a subset. */
-export const scenarios: Scenario[] = [foundation, webhooks, payments, commerce, billing, communications, shipping, erp, rewards, warehouses, analytics, segments];
+export const scenarios: Scenario[] = [foundation, webhooks, payments, commerce, billing, communications, shipping, erp, rewards, warehouses, analytics, segments, warehousesSequence];

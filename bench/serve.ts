@@ -10,7 +10,7 @@ import { buildWorkflowBundle, startWorkers } from '../worker/worker.ts';
 const config = loadConfigOrExit();
 const logger = createLogger(config.LOG_LEVEL);
 const orm = await createOrm({ url: config.DATABASE_URL!, poolMax: config.DATABASE_POOL_MAX });
-const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX });
+const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX, taskQueueLayout: config.TEMPORAL_TASK_QUEUES });
 // The benchmark's empty workflow (the bare-Temporal baseline) is bundled here only, never in production.
 const { code } = await buildWorkflowBundle([new URL('./baseline-workflow.ts', import.meta.url)]);
 const workers = await startWorkers({

@@ -4,7 +4,6 @@ import type { PoolClient } from 'pg';
 import { nativePool } from '../db/pool.ts';
 import { EVENTS_CHANNEL } from '../domain/events/dispatch.ts';
 import type { Logger } from '../platform/logger.ts';
-import { taskQueueName } from '../platform/temporal.ts';
 import { dispatcherWorkflowId, nudgeDispatcherSignal, type DispatcherInput } from '../workflows/platform/shared.ts';
 
 export interface EventDispatchTrigger {
@@ -28,13 +27,17 @@ export async function startEventDispatchTrigger(opts: {
   orm: MikroORM;
   client: Client;
   taskQueuePrefix: string;
+  /** The platform area's task queue, where the dispatcher workflow runs. */
+  taskQueue: string;
   sweepMs: number;
   /** Workflow task timeout of the dispatcher workflow when this trigger starts it; default: Temporal's (10 s). */
   workflowTaskTimeoutMs?: number;
+  /** Heartbeat timeout of the dispatcher's activity (see DispatcherInput). */
+  heartbeatTimeoutMs?: number;
   logger: Logger;
 }): Promise<EventDispatchTrigger> {
   const workflowId = dispatcherWorkflowId(opts.taskQueuePrefix);
-  const input: DispatcherInput = { sweepMs: opts.sweepMs, batchSize: BATCH_SIZE };
+  const input: DispatcherInput = { sweepMs: opts.sweepMs, batchSize: BATCH_SIZE, heartbeatTimeoutMs: opts.heartbeatTimeoutMs };
   let stopped = false;
   let inFlight: Promise<void> | null = null;
   let again = false;
@@ -42,7 +45,7 @@ export async function startEventDispatchTrigger(opts: {
   const signalOnce = async () => {
     await opts.client.workflow.signalWithStart('eventDispatcherWorkflow', {
       workflowId,
-      taskQueue: taskQueueName(opts.taskQueuePrefix, 'platform'),
+      taskQueue: opts.taskQueue,
       args: [input],
       workflowTaskTimeout: opts.workflowTaskTimeoutMs,
       signal: nudgeDispatcherSignal,

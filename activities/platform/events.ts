@@ -3,7 +3,8 @@ import { dispatchPendingEvents } from '../../domain/events/dispatch.ts';
 import type { ActivityDeps } from '../../platform/area.ts';
 import type { DispatchBatchResult } from '../../workflows/platform/shared.ts';
 
-export type EventActivityDeps = Pick<ActivityDeps, 'orm' | 'config' | 'temporal' | 'taskQueue' | 'logger' | 'eventConsumers' | 'customerMetrics'>;
+/** Every service: consumers' first steps (a webhook's first attempt) run with the areas' services. */
+export type EventActivityDeps = ActivityDeps;
 
 /** The outbox dispatcher's activity (runs on the platform task queue). */
 export function createEventActivities(deps: EventActivityDeps) {
@@ -14,6 +15,7 @@ export function createEventActivities(deps: EventActivityDeps) {
         orm: deps.orm, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger,
         consumers: deps.eventConsumers, customerMetrics: deps.customerMetrics,
         workflowTaskTimeoutMs: deps.config.EVENT_WORKFLOW_TASK_TIMEOUT_MS, heartbeat: () => ctx.heartbeat(),
+        services: deps,
       }, input.batchSize);
     },
   };

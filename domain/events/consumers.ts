@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SearchAttributePair } from '@temporalio/common';
+import type { AreaServices, PlatformServices } from '../../platform/services.ts';
 
 /**
  * The outbox's extension point. The event dispatcher (platform) reads each undispatched
@@ -33,6 +34,20 @@ export interface EventConsumer {
   name: string;
   /** Which workflows this event starts; `em` is scoped to the event's account and mode. */
   plan(event: OutboxEvent, em: EntityManager): Promise<WorkflowStartRequest[]>;
+  /**
+   * Optional fast path: does a planned workflow's first step in the dispatcher's own pass (a
+   * webhook's first attempt), before the event is marked dispatched, and says which workflow is
+   * still needed for the rest (retries), or none. It must be safe to run again for the same request
+   * (a dispatcher that dies before marking the event runs it again). When it throws, the planned
+   * request is started as it is, so the workflow does the first step itself.
+   */
+  firstStep?(request: WorkflowStartRequest, ctx: FirstStepContext): Promise<WorkflowStartRequest | null>;
+}
+
+/** What a consumer's first step runs with: the worker's services, and the dispatcher's heartbeat. */
+export interface FirstStepContext {
+  services: PlatformServices & AreaServices;
+  heartbeat(): void;
 }
 
 /**

@@ -4,7 +4,7 @@ import { WorkflowIdReusePolicy } from '@temporalio/common';
 import { nativePool } from '../../db/pool.ts';
 import type { Logger } from '../../platform/logger.ts';
 import { scopedEm } from '../scope.ts';
-import type { CustomerMetrics, CustomerMetricsSource, DispatchBatchResult, EventConsumer, OutboxEvent, WorkflowStartRequest } from './consumers.ts';
+import type { CustomerMetrics, CustomerMetricsSource, DispatchBatchResult, EventConsumer, FirstStepContext, OutboxEvent, WorkflowStartRequest } from './consumers.ts';
 
 /** The PostgreSQL channel the `events` insert trigger notifies (migration 0003). */
 export const EVENTS_CHANNEL = 'bp_events';
@@ -21,6 +21,8 @@ export interface DispatchDeps {
   workflowTaskTimeoutMs?: number;
   /** Called as work progresses (the activity's heartbeat, so a dispatcher lost with its worker is retried soon). */
   heartbeat?: () => void;
+  /** The worker's services, for consumers' first steps (see EventConsumer.firstStep); without them every planned workflow is started. */
+  services?: FirstStepContext['services'];
 }
 
 interface EventRow {
@@ -39,6 +41,8 @@ interface EventRow {
 const START_CONCURRENCY = 32;
 /** Events planned at once (consumers read the database; reads on one scoped EntityManager may overlap). */
 const PLAN_CONCURRENCY = 8;
+/** First steps in flight at once (a webhook's first attempt: three statements and one HTTP request). */
+const FIRST_STEP_CONCURRENCY = 32;
 
 async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
@@ -82,6 +86,7 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
   const metricValues: string[] = [];
   const failedIds = new Set<string>();
   await mapLimit(rows.filter((r) => deps.customerMetrics && r.customer_id && !r.customer_metrics), PLAN_CONCURRENCY, async (row) => {
+    deps.heartbeat?.();
     const key = `${row.account_id}:${row.livemode}:${row.customer_id}`;
     try {
       let metrics = metricsCache.get(key);
@@ -104,7 +109,7 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
   }
 
   const tMetrics = lap();
-  const planned: { eventId: string; request: WorkflowStartRequest }[] = [];
+  const planned: { eventId: string; request: WorkflowStartRequest; consumer: EventConsumer }[] = [];
   await mapLimit(rows, PLAN_CONCURRENCY, async (row) => {
     if (failedIds.has(row.id)) return;
     deps.heartbeat?.();
@@ -114,7 +119,7 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
     };
     for (const consumer of deps.consumers) {
       try {
-        for (const request of await consumer.plan(event, emFor(row))) planned.push({ eventId: row.id, request });
+        for (const request of await consumer.plan(event, emFor(row))) planned.push({ eventId: row.id, request, consumer });
       } catch (err) {
         failedIds.add(row.id);
         deps.logger?.warn('event consumer failed to plan; event left for the next sweep', { event_id: row.id, consumer: consumer.name, error: err });
@@ -123,9 +128,12 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
   });
 
   const tPlan = lap();
+  const toStart = await runFirstSteps(deps, planned, failedIds);
+
+  const tFirst = lap();
   let started = 0;
   let alreadyStarted = 0;
-  await mapLimit(planned, START_CONCURRENCY, async ({ eventId, request }) => {
+  await mapLimit(toStart, START_CONCURRENCY, async ({ eventId, request }) => {
     if (failedIds.has(eventId)) return;
     deps.heartbeat?.();
     try {
@@ -159,7 +167,8 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
     await pool.query(`update events set dispatched_at = now() where id = any($1::text[]) and dispatched_at is null`, [dispatched]);
   }
   deps.logger?.debug('dispatched events', {
-    events: rows.length, starts: planned.length, metrics_ms: tMetrics, plan_ms: tPlan - tMetrics, start_ms: tStart - tPlan, total_ms: lap(),
+    events: rows.length, planned: planned.length, starts: toStart.length, metrics_ms: tMetrics, plan_ms: tPlan - tMetrics,
+    first_steps_ms: tFirst - tPlan, start_ms: tStart - tFirst, total_ms: lap(),
   });
   return {
     events: dispatched.length,
@@ -169,4 +178,35 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
     // With failures, let the sweep come back later rather than spin on the same events.
     more: rows.length === batchSize && failedIds.size === 0,
   };
+}
+
+/**
+ * The consumers' first steps (a webhook's first attempt), made here rather than in a workflow of
+ * their own: a burst of events then costs no queue of workflow starts, only the workflows still
+ * needed afterwards (retries). A first step that throws (database trouble) leaves its request to be
+ * started as planned, so the workflow makes the step itself; nothing is dropped.
+ */
+async function runFirstSteps<T extends { eventId: string; request: WorkflowStartRequest; consumer: EventConsumer }>(
+  deps: DispatchDeps, planned: T[], failedIds: Set<string>,
+): Promise<T[]> {
+  const services = deps.services;
+  if (!services) return planned;
+  const ctx: FirstStepContext = { services, heartbeat: () => deps.heartbeat?.() };
+  const toStart: T[] = [];
+  await mapLimit(planned, FIRST_STEP_CONCURRENCY, async (item) => {
+    if (failedIds.has(item.eventId)) return;
+    if (!item.consumer.firstStep) {
+      toStart.push(item);
+      return;
+    }
+    deps.heartbeat?.();
+    try {
+      const rest = await item.consumer.firstStep(item.request, ctx);
+      if (rest) toStart.push({ ...item, request: rest });
+    } catch (err) {
+      deps.logger?.warn('first step failed; its workflow will make it', { event_id: item.eventId, workflow_id: item.request.workflowId, error: err });
+      toStart.push(item);
+    }
+  });
+  return toStart;
 }

@@ -11,13 +11,14 @@ import { usePlatform } from '../support/use-platform.ts';
 
 /**
  * A worker killed (SIGKILL) while the receiver holds its request: Temporal runs the attempt again
- * on a new worker, and the receiver gets the same `webhook-id`.
+ * on a new worker (the first attempt is made by the outbox dispatcher's activity, a retry by the
+ * delivery workflow's), and the receiver gets the same `webhook-id`.
  */
 const ENV = {
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_HEARTBEAT_TIMEOUT_MS: '1500', WEBHOOK_TIMEOUT_MS: '30000',
   WEBHOOK_RETRY_SCHEDULE: '100ms', LOG_LEVEL: 'error',
-  // The dispatcher runs when a commit nudges it, not every second too: a kill does not land in one
-  // of its activities (lost with the worker, it would wait out a 20 s heartbeat timeout).
+  // The dispatcher runs when a commit nudges it, not every second too (a kill lands in its activity
+  // only when the first attempt is held; then it is noticed after 5 s, the dispatcher's floor).
   EVENT_DISPATCH_SWEEP_MS: '60000',
   // A worker that dies during a workflow task (the first attempt is a local activity, run inside one;
   // or the dispatcher's) is noticed after 4 s, not 10.
@@ -45,9 +46,10 @@ afterAll(async () => {
 
 describe('a worker that dies mid-delivery', () => {
   /**
-   * `failFirst`: the first attempt (a local activity) fails fast with a 500, so the request the
-   * worker dies on is a retry (a regular activity, noticed by its heartbeat timeout); otherwise the
-   * worker dies on the first attempt (noticed when its workflow task times out).
+   * `failFirst`: the first attempt (made by the dispatcher) fails fast with a 500, so the request
+   * the worker dies on is a retry (the delivery workflow's activity, noticed by its heartbeat
+   * timeout); otherwise the worker dies on the first attempt, in the dispatcher's activity (noticed
+   * by its heartbeat timeout too; the event is still undispatched, so the pass runs again).
    */
   async function killMidDelivery(failFirst: boolean) {
     const http = client(platform.url);
@@ -84,9 +86,11 @@ describe('a worker that dies mid-delivery', () => {
       return res.body.deliveries?.[0]?.status === 'delivered' ? res.body.deliveries[0] : null;
     }, 30_000);
     expect(delivery).toMatchObject({ event_id: event.id, attempts: heldAt + 1, http_status: 200 });
-    // One delivery record for the (event, endpoint) pair, and nothing sent again: the delivery
-    // workflow has finished, so no attempt of it can still come.
-    await platform.temporal.client.workflow.getHandle(deliveryWorkflowId(event.id, created.body.id)).result();
+    // One delivery record for the (event, endpoint) pair, and nothing sent again: the event is
+    // dispatched and the delivery workflow (when the first attempt failed) has finished, so no
+    // attempt can still come.
+    await eventually(async () => (await platform.sql('select 1 from events where id = $1 and dispatched_at is not null', [event.id])).length > 0, 30_000);
+    if (failFirst) await platform.temporal.client.workflow.getHandle(deliveryWorkflowId(event.id, created.body.id)).result();
     expect(receiver.received).toHaveLength(heldAt + 1);
     const rows = await platform.sql('select count(*)::int as n from webhook_deliveries where event_id = $1', [event.id]);
     expect(rows[0]!.n).toBe(1);

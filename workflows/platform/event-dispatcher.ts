@@ -9,11 +9,13 @@ import { nudgeDispatcherSignal, type DispatcherInput } from './shared.ts';
  * giving up would end the dispatcher and leave events undelivered until the next nudge. A refusal
  * (4xx ApiError) would still not be retried (worker/activity-refusals.ts).
  */
-const { dispatchPendingEvents } = proxyActivities<EventActivities>({
-  startToCloseTimeout: '2 minutes',
-  heartbeatTimeout: '20s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
-});
+function dispatcherActivities(input: DispatcherInput) {
+  return proxyActivities<EventActivities>({
+    startToCloseTimeout: '2 minutes',
+    heartbeatTimeout: input.heartbeatTimeoutMs ?? '20s',
+    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
+  });
+}
 
 /** Bounded history: a fresh run after this many rounds (or when Temporal suggests it). */
 const ROUNDS_PER_RUN = 500;
@@ -26,6 +28,7 @@ const ROUNDS_PER_RUN = 500;
  * and a second pass starts nothing twice.
  */
 export async function eventDispatcherWorkflow(input: DispatcherInput): Promise<void> {
+  const { dispatchPendingEvents } = dispatcherActivities(input);
   let nudged = true;
   setHandler(nudgeDispatcherSignal, () => {
     nudged = true;

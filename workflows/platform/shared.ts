@@ -30,6 +30,12 @@ export interface DispatcherInput {
   /** How long the dispatcher waits for a nudge before sweeping the outbox anyway. */
   sweepMs: number;
   batchSize: number;
+  /**
+   * Heartbeat timeout of its activity: a worker lost mid-pass (in the middle of a webhook's first
+   * attempt) is noticed after this, and the pass runs again elsewhere. Default 20 s (runs started
+   * before it existed).
+   */
+  heartbeatTimeoutMs?: number;
 }
 
 

@@ -1,6 +1,6 @@
 import { condition, proxyActivities, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { WebhookActivities } from '../../activities/webhooks/index.ts';
-import { retryNowSignal, type AttemptInput, type AttemptResult, type DeliveryInput, type DeliveryResult, type DeliverySettings } from './shared.ts';
+import { retryNowSignal, type AttemptInput, type AttemptResult, type DeliveryInput, type DeliveryResult, type DeliveryResume, type DeliverySettings } from './shared.ts';
 
 /**
  * The first attempt runs as a local activity: most deliveries succeed at once, and this way a
@@ -13,14 +13,16 @@ const local = proxyLocalActivities<WebhookActivities>({
 });
 
 /**
- * One event to one endpoint (`webhook-delivery-evt_…-whk_…`). Each attempt checks the
+ * One event to one endpoint (`webhook-delivery-evt_…-whk_…`). Events from the outbox get their
+ * first attempt from the dispatcher itself and this workflow only when it failed (`resume`: it
+ * starts with the wait before the first retry); test events and manual replays start here. Each attempt checks the
  * destination, signs, posts, records the attempt and says when to try again; between attempts the
  * workflow waits on a durable timer, which `retryNowSignal` cuts short. Retries run as regular
  * activities that heartbeat while the receiver is waited for: a worker that dies mid-attempt stops
  * heartbeating and the attempt runs again on another worker, with the same `webhook-id` (a worker
  * that dies during the first, local, attempt is noticed when its workflow task times out).
  */
-export async function webhookDeliveryWorkflow(input: DeliveryInput): Promise<DeliveryResult> {
+export async function webhookDeliveryWorkflow(input: DeliveryInput, resume?: DeliveryResume): Promise<DeliveryResult> {
   let retryRequested = false;
   setHandler(retryNowSignal, () => {
     retryRequested = true;
@@ -43,7 +45,9 @@ export async function webhookDeliveryWorkflow(input: DeliveryInput): Promise<Del
 
   const { workflowId, runId } = workflowInfo();
   let kind = input.kind;
-  for (let retryIndex = 0; ; retryIndex++) {
+  const firstIndex = resume?.retryIndex ?? 0;
+  if (resume) await condition(() => retryRequested, resume.delayMs);
+  for (let retryIndex = firstIndex; ; retryIndex++) {
     retryRequested = false;
     const attempt: AttemptInput = { ...input, kind, retryIndex, workflowId, attemptKey: `${runId}:${retryIndex}` };
     let result: AttemptResult;
@@ -62,6 +66,6 @@ export async function webhookDeliveryWorkflow(input: DeliveryInput): Promise<Del
       kind = input.kind === 'test' ? 'test' : 'manual';
       continue;
     }
-    return { deliveryId: result.deliveryId, outcome: result.outcome, attempts: retryIndex + 1 };
+    return { deliveryId: result.deliveryId, outcome: result.outcome, attempts: retryIndex - firstIndex + 1 };
   }
 }

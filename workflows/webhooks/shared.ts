@@ -26,6 +26,15 @@ export interface DeliveryInput {
   kind: DeliveryKind;
 }
 
+/**
+ * A delivery whose first attempt the outbox dispatcher made, and failed: the workflow starts with
+ * the wait before retry `retryIndex` (`delayMs`, as the attempt computed it) and goes on from there.
+ */
+export interface DeliveryResume {
+  retryIndex: number;
+  delayMs: number;
+}
+
 export interface DeliverySettings {
   timeoutMs: number;
   heartbeatTimeoutMs: number;
