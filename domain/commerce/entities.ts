@@ -131,6 +131,8 @@ export interface OrderLine {
   amount: number;
   /** Where the units are reserved; empty for products that do not track stock. */
   allocations: Allocation[];
+  /** Units a pick list could not find (released from the reservation, not shipped); absent means 0. */
+  short_quantity?: number;
 }
 
 export const Order = defineEntity({

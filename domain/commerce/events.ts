@@ -14,7 +14,7 @@ const orderExample = (
   customer_id: customerExample.id, status, payment_status: 'paid', total_amount: 12900, currency: 'USD',
   line_items: [{
     product_id: 'prod_01jpa7y3k5n7qs9u1w3y5a7c9e', sku: 'MUG-BLUE', name: 'Blue mug', variant: null, quantity: 2, unit_price: 6450, amount: 12900,
-    allocations: [{ warehouse_id: 'wh_01jpa81m5p7r9t1v3x5z7b9d1f', quantity: 2 }],
+    allocations: [{ warehouse_id: 'wh_01jpa81m5p7r9t1v3x5z7b9d1f', quantity: 2 }], short_quantity: 0,
   }],
   shipping_address: { name: 'Ada Lovelace', line1: '12 St James Sq', city: 'London', postal_code: 'SW1Y 4JH', country: 'GB' },
   fulfillment: {
@@ -51,6 +51,14 @@ export const commerceEvents = [
     type: 'order.updated', aboutCustomer: true, schema: orderSchema,
     description: 'An order changed (metadata, shipping address, payment status); `data.previous_attributes` holds the previous values of what changed.',
     example: orderExample('processing'),
+  }),
+  eventKind({
+    type: 'order.short_picked', aboutCustomer: true, schema: orderSchema,
+    description: 'A pick list found fewer units than were reserved for the order: the short lines show `short_quantity`, their reservation was released; `data.previous_attributes.line_items` holds the lines before.',
+    example: (() => {
+      const o = orderExample('processing');
+      return { ...o, line_items: o.line_items.map((l) => ({ ...l, allocations: [{ warehouse_id: 'wh_01jpa81m5p7r9t1v3x5z7b9d1f', quantity: 1 }], short_quantity: 1 })) };
+    })(),
   }),
   eventKind({
     type: 'inventory.low_stock', aboutCustomer: false, schema: inventoryLevelSchema,

@@ -100,6 +100,20 @@ export async function getStock(em: EntityManager, scope: Scope, sku: string): Pr
   return rows.map(levelView);
 }
 
+/**
+ * Levels at or below their reorder point or safety stock (available = quantity − reserved), the
+ * fewest available first: what is about to run out. Read-only (the /v3/ai `list_low_stock` tool).
+ */
+export async function lowStockLevels(em: EntityManager, scope: Scope, limit: number): Promise<InventoryLevelView[]> {
+  const rows = await em.execute<LevelRow[]>(
+    `select ${LEVEL_COLUMNS} from inventory_levels
+      where account_id = ? and livemode = ? and quantity - reserved <= greatest(reorder_point, safety_stock)
+      order by quantity - reserved, sku, warehouse_id limit ?`,
+    [scope.accountId, scope.livemode, limit],
+  );
+  return rows.map(levelView);
+}
+
 async function skuExists(em: EntityManager, scope: Scope, sku: string): Promise<boolean> {
   const rows = await em.execute('select 1 from products where account_id = ? and livemode = ? and sku = ? limit 1', [scope.accountId, scope.livemode, sku]);
   return rows.length > 0;

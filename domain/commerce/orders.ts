@@ -22,7 +22,7 @@ export function orderView(o: Order): OrderView {
   return {
     id: o.id, object: 'order', livemode: o.livemode, store_id: o.storeId, customer_id: o.customerId,
     status: o.status, payment_status: o.paymentStatus, total_amount: o.totalAmount, currency: o.currency,
-    line_items: o.lineItems, shipping_address: o.shippingAddress,
+    line_items: o.lineItems.map((l) => ({ ...l, short_quantity: l.short_quantity ?? 0 })), shipping_address: o.shippingAddress,
     fulfillment: {
       status: o.fulfillmentStatus, tracking_number: o.trackingNumber ?? null, carrier: o.carrier ?? null,
       deadline: o.fulfillmentDeadline.toISOString(), fulfilled_at: o.fulfilledAt?.toISOString() ?? null,
@@ -312,6 +312,61 @@ export async function recordOrderShipment(
     await tx.flush();
     return { status: order.status, fulfillment: order.fulfillmentStatus };
   });
+}
+
+/** Units of one SKU a pick list could not find in one warehouse for an order. */
+export interface ShortPickedUnits {
+  sku: string;
+  warehouseId: string;
+  short: number;
+}
+
+/**
+ * A pick list found fewer units than were reserved for a processing order (the warehouses area,
+ * inside the transaction that completes the pick list, so this runs exactly once with it): each
+ * short unit leaves the line's allocation in that warehouse (later lines of the SKU give theirs up
+ * first), is added to the line's `short_quantity`, and its reservation is released (ledger reason
+ * `short_pick`, the pick list as reference); `order.short_picked` tells subscribers, with the
+ * previous `line_items`. On-hand stock is left as it is: a missing unit may be a mis-pick, and
+ * a cycle count settles the bin. A fulfilment afterwards ships the units still allocated. An order
+ * no longer processing (canceled meanwhile) is left alone. Returns the order, or null if unchanged.
+ */
+export async function recordShortPick(
+  tx: EntityManager, scope: Scope, id: string, shorts: ShortPickedUnits[], args: { pickListId: string; requestId: string | null },
+): Promise<OrderView | null> {
+  const order = await tx.findOne(Order, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  if (!order || order.status !== 'processing') return null;
+  const before = orderView(order);
+  const lines: OrderLine[] = order.lineItems.map((l) => ({ ...l, allocations: l.allocations.map((a) => ({ ...a })) }));
+  await setStockContext(tx, { reason: 'short_pick', reference: args.pickListId, actor: `pick_list:${args.pickListId}`, requestId: args.requestId });
+  let changed = false;
+  for (const s of shorts) {
+    let left = s.short;
+    for (const line of [...lines].reverse()) {
+      const allocation = line.sku === s.sku ? line.allocations.find((a) => a.warehouse_id === s.warehouseId) : undefined;
+      if (!allocation || left === 0) continue;
+      const take = Math.min(left, allocation.quantity);
+      allocation.quantity -= take;
+      line.short_quantity = (line.short_quantity ?? 0) + take;
+      left -= take;
+    }
+    const released = s.short - left;
+    if (released > 0) {
+      await releaseStock(tx, scope, s.sku, [{ warehouse_id: s.warehouseId, quantity: released }]);
+      changed = true;
+    }
+  }
+  if (!changed) return null;
+  for (const line of lines) line.allocations = line.allocations.filter((a) => a.quantity > 0);
+  order.lineItems = lines;
+  order.updatedAt = new Date();
+  const after = orderView(order);
+  recordEvent(tx, scope, {
+    type: 'order.short_picked', object: after, previousAttributes: { line_items: before.line_items },
+    customerId: order.customerId, requestId: args.requestId,
+  });
+  await tx.flush();
+  return after;
 }
 
 /** The fulfilment deadline passed: mark the order delayed and record `order.fulfillment.delayed` once. */

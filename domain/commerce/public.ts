@@ -5,8 +5,11 @@
  */
 export { Order, Product, Warehouse, type OrderLine } from './entities.ts';
 export { loadRates, priceIn } from './pricing.ts';
-export { findOrder, orderView, type OrderView } from './orders.ts';
+export { findOrder, orderView, recordShortPick, type OrderView, type ShortPickedUnits } from './orders.ts';
 export {
   applyStockChanges, moveStock, setStockContext, MAX_STOCK,
   type MovedLevel, type StockChange, type StockContext, type StockDelta,
 } from './inventory.ts';
+/** Read-only lists of orders and a SKU's stock (the /v3/ai tools read through them). */
+export { listOrders, type OrderFilters } from './orders.ts';
+export { getStock, lowStockLevels } from './inventory.ts';

@@ -34,6 +34,7 @@ export const lineItemSchema = z.object({
   unit_price: z.number().int().describe('Minor units of the order currency.'),
   amount: z.number().int(),
   allocations: z.array(z.object({ warehouse_id: z.string(), quantity: z.number().int() })).describe('Where the units are reserved.'),
+  short_quantity: z.number().int().describe('Units a pick list could not find (short picks): released from the reservation and not shipped. 0 normally.'),
 });
 
 export const orderSchema = z

@@ -4,13 +4,13 @@ import { searchAttributes, sendUpdate, startResource } from '../../platform/temp
 import type { TemporalHandle } from '../../platform/temporal.ts';
 import type { cycleCountWorkflow } from '../../workflows/warehouses/cycle-count.ts';
 import {
-  approveCycleCountUpdate, closeCycleCountUpdate, cycleCountCreatedUpdate, cycleCountWorkflowId, recordCountsUpdate,
+  advanceCycleCountClockUpdate, approveCycleCountUpdate, closeCycleCountUpdate, cycleCountCreatedUpdate, cycleCountWorkflowId, recordCountsUpdate,
   type AbcPolicy, type Actor, type CloseInput, type CycleCountDraft,
 } from '../../workflows/warehouses/shared.ts';
 import { moveStock } from '../commerce/public.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { Scope } from '../scope.ts';
-import { iso, requireWarehouse } from './inventory.ts';
+import { iso, requireWarehouse, sandboxClockOnly } from './inventory.ts';
 import type { CycleCountView } from './schemas.ts';
 
 /**
@@ -106,6 +106,31 @@ export async function getCycleCount(em: EntityManager, scope: Scope, id: string)
   const found = await load(em, scope, id);
   if (!found) throw notFound('cycle count', id);
   return view(found.count, found.lines);
+}
+
+export interface CycleCountFilters {
+  warehouseId?: string | undefined;
+  status?: CycleCountView['status'] | undefined;
+}
+
+/** One page of the scope's cycle counts (`limit + 1` rows), each with its lines, by id in `direction`. */
+export async function listCycleCounts(
+  em: EntityManager, scope: Scope, filters: CycleCountFilters, page: { after?: string | undefined; limit: number; direction: 'asc' | 'desc' },
+): Promise<CycleCountView[]> {
+  const rows = await em.execute<CountRow[]>(
+    `select ${COLUMNS} from cycle_counts where account_id = ? and livemode = ?
+        ${filters.warehouseId ? 'and warehouse_id = ?' : ''} ${filters.status ? 'and status = ?' : ''}
+        ${page.after ? `and id ${page.direction === 'desc' ? '<' : '>'} ?` : ''}
+      order by id ${page.direction} limit ?`,
+    [scope.accountId, scope.livemode, ...(filters.warehouseId ? [filters.warehouseId] : []), ...(filters.status ? [filters.status] : []),
+      ...(page.after ? [page.after] : []), page.limit + 1]);
+  if (!rows.length) return [];
+  const lines = await em.execute<(LineRow & { cycle_count_id: string })[]>(
+    `select cycle_count_id, sku, location, abc_class, expected, counted, movements_during, variance, unit_value, adjusted
+       from cycle_count_lines where cycle_count_id in (select jsonb_array_elements_text(?::jsonb)) order by location nulls last, sku`,
+    [JSON.stringify(rows.map((r) => r.id))]);
+  const byCount = Map.groupBy(lines, (l) => l.cycle_count_id);
+  return rows.map((r) => view(r, (byCount.get(r.id) ?? []).map(({ cycle_count_id: _, ...l }) => l)));
 }
 
 /**
@@ -331,6 +356,8 @@ export interface CycleCountInput {
   tolerance?: { percent?: number; value?: number };
   abc?: Partial<AbcPolicy>;
   deadline?: string;
+  /** Sandbox: the count's deadline runs on a frozen clock starting here (the default deadline counts from it). */
+  test_clock_time?: Date;
 }
 
 const ctxFor = (em: EntityManager, scope: Scope, id: string) => ({
@@ -343,6 +370,7 @@ const ctxFor = (em: EntityManager, scope: Scope, id: string) => ({
 export async function startCycleCount(temporal: TemporalHandle, em: EntityManager, scope: Scope, id: string, input: CycleCountInput, actor: Actor): Promise<CycleCountView> {
   const existing = await load(em, scope, id);
   if (existing) return view(existing.count, existing.lines);
+  const testClockStart = sandboxClockOnly(scope, input.test_clock_time);
   await requireWarehouse(em, scope, input.warehouse_id, 'warehouse_id');
   const skus = input.skus ?? [];
   if (input.count_type === 'partial') {
@@ -358,11 +386,11 @@ export async function startCycleCount(temporal: TemporalHandle, em: EntityManage
   } else if (skus.length) {
     throw validationFailed([{ path: 'skus', message: `only a partial count takes skus; a ${input.count_type} count chooses its own` }]);
   }
-  const deadline = input.deadline ?? new Date(Date.now() + DEFAULT_DEADLINE_DAYS * 86_400_000).toISOString();
+  const deadline = input.deadline ?? new Date((testClockStart ?? Date.now()) + DEFAULT_DEADLINE_DAYS * 86_400_000).toISOString();
   const draft: CycleCountDraft = {
     countId: id, accountId: scope.accountId, livemode: scope.livemode, warehouseId: input.warehouse_id, countType: input.count_type, skus,
     tolerancePercent: input.tolerance?.percent ?? DEFAULT_TOLERANCE.percent, toleranceValue: input.tolerance?.value ?? DEFAULT_TOLERANCE.value,
-    abc: { ...DEFAULT_ABC, ...input.abc }, deadline, ...actor,
+    abc: { ...DEFAULT_ABC, ...input.abc }, deadline, testClockStart, ...actor,
   };
   return sendUpdate(() => startResource<typeof cycleCountWorkflow, CycleCountView, []>(temporal, {
     workflowType: 'cycleCountWorkflow', workflowId: cycleCountWorkflowId(id), taskQueue: temporal.taskQueue('warehouses'),
@@ -387,4 +415,12 @@ export async function actOnCycleCount(temporal: TemporalHandle, em: EntityManage
       case 'close': return handle.executeUpdate(closeCycleCountUpdate, { args: [{ ...actor, mode: action.mode, reason: action.reason }] });
     }
   }, ctxFor(em, scope, id));
+}
+
+/** Sandbox: moves the count's test clock to `to`; answers with the count once its deadline check ran on the new time. */
+export async function advanceCycleCountClock(temporal: TemporalHandle, em: EntityManager, scope: Scope, id: string, to: Date): Promise<CycleCountView> {
+  const c = await getCycleCount(em, scope, id);
+  sandboxClockOnly(scope, to);
+  await sendUpdate(() => temporal.client.workflow.getHandle(c.workflow_id).executeUpdate(advanceCycleCountClockUpdate, { args: [{ to: to.getTime() }] }), ctxFor(em, scope, id));
+  return getCycleCount(em.fork(), scope, id);
 }

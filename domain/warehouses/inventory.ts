@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { notFound, validationFailed } from '../../platform/errors.ts';
+import { ApiError, notFound, validationFailed } from '../../platform/errors.ts';
 import type { Scope } from '../scope.ts';
 import type { InventoryItemView, StockMovementView, WarehouseInventoryView } from './schemas.ts';
 
@@ -183,4 +183,16 @@ export async function unknownSkus(em: EntityManager, scope: Scope, skus: string[
   );
   const known = new Set(rows.map((r) => r.sku));
   return skus.filter((s) => !known.has(s));
+}
+
+/** `test_clock_time` drives a transfer's or a count's deadline in the sandbox only (403 `test_mode_only` with a live key). */
+export function sandboxClockOnly(scope: Scope, testClockTime: Date | undefined): number | null {
+  if (!testClockTime) return null;
+  if (scope.livemode) {
+    throw new ApiError({
+      status: 403, code: 'test_mode_only', title: 'Forbidden', detail: 'test_clock_time drives a deadline in the sandbox only.',
+      suggestion: 'Use a test key (bp_test_…), or omit test_clock_time.',
+    });
+  }
+  return testClockTime.getTime();
 }

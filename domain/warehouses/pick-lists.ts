@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { type ApiError, conflict, notFound, validationFailed, type FieldError } from '../../platform/errors.ts';
 import { recordEvent } from '../events/outbox.ts';
-import { Order } from '../commerce/public.ts';
+import { Order, recordShortPick } from '../commerce/public.ts';
 import type { Scope } from '../scope.ts';
 import { iso, requireWarehouse } from './inventory.ts';
 import { BAY_WIDTH_M, DEPOT, LOCATION_PATTERN, planRoute, type PlannedRoute } from './routing.ts';
@@ -13,7 +13,10 @@ import type { PickListView } from './schemas.ts';
  * area when the order is placed; a pick list allocates those reservations to itself (an order is on at
  * most one open or picking list, a unique index), and cancelling it releases the allocation so the
  * orders can go on another list. Lifecycle: open → picking → completed (picked quantities confirmed,
- * short picks recorded per order and announced with `pick_list.completed`) or cancelled.
+ * short picks recorded per order and announced with `pick_list.completed`) or cancelled. A short
+ * pick changes its order in the same transaction (commerce's `recordShortPick`: the line's
+ * `short_quantity`, the unpicked reservation released, `order.short_picked`), so the completion and
+ * the orders' changes commit together, once: a retry finds the list completed and changes nothing.
  */
 
 type Line = PickListView['lines'][number];
@@ -191,6 +194,9 @@ export async function transitionPickList(
         where id = ?`,
       [to, JSON.stringify(lines), JSON.stringify(shorts), to, to, id]);
     if (to !== 'picking') await tx.execute('update pick_list_orders set active = false where pick_list_id = ?', [id]);
+    for (const [orderId, units] of Map.groupBy(shorts, (s) => s.order_id)) {
+      await recordShortPick(tx, scope, orderId, units.map((u) => ({ sku: u.sku, warehouseId: pl.warehouse_id, short: u.short })), { pickListId: id, requestId });
+    }
     const after = (await findPickList(tx, scope, id))!;
     if (to === 'completed') {
       recordEvent(tx, scope, { type: 'pick_list.completed', object: after, requestId });

@@ -6,13 +6,13 @@ import type { TemporalHandle } from '../../platform/temporal.ts';
 import { refusalDetails } from '../../workflows/kit/failures.ts';
 import type { transferWorkflow } from '../../workflows/warehouses/transfer.ts';
 import {
-  cancelTransferUpdate, dispatchTransferUpdate, receiveTransferUpdate, transferCreatedUpdate, transferWorkflowId,
+  advanceTransferClockUpdate, cancelTransferUpdate, dispatchTransferUpdate, receiveTransferUpdate, transferCreatedUpdate, transferWorkflowId,
   type Actor, type ReceiveInput, type TransferDraft, type TransferItem,
 } from '../../workflows/warehouses/shared.ts';
 import { moveStock } from '../commerce/public.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { Scope } from '../scope.ts';
-import { iso, requireWarehouse, unknownSkus } from './inventory.ts';
+import { iso, requireWarehouse, sandboxClockOnly, unknownSkus } from './inventory.ts';
 import type { TransferView } from './schemas.ts';
 
 /**
@@ -191,6 +191,8 @@ export interface TransferInput {
   reference: string;
   expected_arrival?: string;
   carrier?: string;
+  /** Sandbox: the transfer's delay timer runs on a frozen clock starting here. */
+  test_clock_time?: Date;
 }
 
 const ctxFor = (em: EntityManager, scope: Scope, id: string) => ({
@@ -208,6 +210,7 @@ export async function putTransfer(
 ): Promise<{ transfer: TransferView; created: boolean }> {
   const existing = await row(em, scope, 'reference', input.reference);
   if (existing) return { transfer: existing, created: false };
+  const testClockStart = sandboxClockOnly(scope, input.test_clock_time);
   const errors: FieldError[] = [];
   if (input.from_warehouse === input.to_warehouse) errors.push({ path: 'to_warehouse', message: 'a transfer moves stock between two different warehouses' });
   for (const field of ['from_warehouse', 'to_warehouse'] as const) {
@@ -232,7 +235,7 @@ export async function putTransfer(
   const draft: TransferDraft = {
     transferId, accountId: scope.accountId, livemode: scope.livemode, reference: input.reference,
     fromWarehouse: input.from_warehouse, toWarehouse: input.to_warehouse, items: input.items,
-    expectedArrival: input.expected_arrival ?? null, carrier: input.carrier ?? null, ...actor,
+    expectedArrival: input.expected_arrival ?? null, carrier: input.carrier ?? null, testClockStart, ...actor,
   };
   try {
     const transfer = await startResource<typeof transferWorkflow, TransferView, []>(temporal, {
@@ -269,4 +272,12 @@ export async function actOnTransfer(temporal: TemporalHandle, em: EntityManager,
       case 'cancel': return handle.executeUpdate(cancelTransferUpdate, { args: [{ ...actor, reason: action.reason }] });
     }
   }, ctxFor(em, scope, id));
+}
+
+/** Sandbox: moves the transfer's test clock to `to`; answers with the transfer once its delay check ran on the new time. */
+export async function advanceTransferClock(temporal: TemporalHandle, em: EntityManager, scope: Scope, id: string, to: Date): Promise<TransferView> {
+  const t = await getTransfer(em, scope, id);
+  sandboxClockOnly(scope, to);
+  await sendUpdate(() => temporal.client.workflow.getHandle(t.workflow_id).executeUpdate(advanceTransferClockUpdate, { args: [{ to: to.getTime() }] }), ctxFor(em, scope, id));
+  return getTransfer(em.fork(), scope, id);
 }

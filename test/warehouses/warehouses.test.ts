@@ -142,11 +142,59 @@ describe('pick lists', () => {
     expect(done.body.status).toBe('completed');
     expect(done.body.short_picks).toEqual([{ order_id: o2.id, sku: 'PICK-0', location: 'C-10-1-A', ordered: 3, picked: 2, short: 1 }]);
     expect(await eventsAbout(platform, pl.id)).toEqual(['pick_list.completed']);
+    // The short order learns it: the line records the short unit, its reservation is released.
+    const shorted = (await http(`/v3/orders/${o2.id}`, { key })).body;
+    expect(shorted.status).toBe('processing');
+    expect(shorted.line_items.find((l: { sku: string }) => l.sku === 'PICK-0')).toMatchObject({ quantity: 3, short_quantity: 1, allocations: [{ warehouse_id: shop.warehouseId, quantity: 2 }] });
+    expect(shorted.line_items.filter((l: { sku: string }) => l.sku !== 'PICK-0').map((l: { short_quantity: number }) => l.short_quantity)).toEqual([0, 0]);
+    expect((await http(`/v3/orders/${o1.id}`, { key })).body.line_items.map((l: { short_quantity: number }) => l.short_quantity)).toEqual([0, 0]);
+    expect(await level(platform, shop.warehouseId, 'PICK-0')).toMatchObject({ quantity: 50, reserved: 4 });
+    expect(await eventsAbout(platform, o2.id)).toEqual(['order.created', 'order.short_picked']);
+    const [event] = await platform.sql<{ data: { previous_attributes: { line_items: { sku: string; short_quantity: number }[] } } }>(
+      `select data from events where type = 'order.short_picked' and data->'object'->>'id' = $1`, [o2.id]);
+    expect(event!.data.previous_attributes.line_items.find((l) => l.sku === 'PICK-0')!.short_quantity).toBe(0);
+    const [moved] = await platform.sql<{ reason: string; reference: string; reserved_before: number; reserved_after: number }>(
+      `select reason, reference, reserved_before, reserved_after from stock_movements where warehouse_id = $1 and sku = 'PICK-0' order by id desc limit 1`, [shop.warehouseId]);
+    expect(moved).toEqual({ reason: 'short_pick', reference: pl.id, reserved_before: 5, reserved_after: 4 });
     // Completed: its orders are free for another list.
     const next = await http('/v3/warehouses/pick-lists', { key, body: { order_ids: [o1.id], warehouse_id: shop.warehouseId, optimize_route: false } });
     expect(next.status).toBe(201);
     expect(next.body.route.unoptimized_distance).toBeNull();
     expect((await http(`/v3/warehouses/pick-lists/${next.body.id}/cancel`, { key, method: 'POST' })).body.status).toBe('cancelled');
+  });
+
+  it('applies a short pick to its order exactly once: a completion that dies before commit changes nothing, its retry applies it, later retries nothing', async () => {
+    await stockedProduct(http, key, shop, 'SHORT-1', 0);
+    await stock(http, key, shop.warehouseId, 'SHORT-1', 10, 'D-01-1-A');
+    const order = (await http('/v3/orders', { key, body: orderBody(shop, [{ sku: 'SHORT-1', quantity: 4 }]) })).body;
+    const pl = (await create(http, key, '/v3/warehouses/pick-lists', { order_ids: [order.id], warehouse_id: shop.warehouseId })).id;
+    await http(`/v3/warehouses/pick-lists/${pl}/start`, { key, method: 'POST' });
+    // The database connection dies at the very end of the completion (its last write, the
+    // pick_list.completed event): after the order and the stock changed inside the transaction.
+    await platform.sql(`create sequence wh_short_fail_${pl}`);
+    await platform.sql(`create function wh_short_fail_${pl}() returns trigger language plpgsql as $$
+      begin if new.type = 'pick_list.completed' and new.data->'object'->>'id' = '${pl}' and nextval('wh_short_fail_${pl}') = 1 then
+        raise exception 'injected: the server went away mid-transaction' using errcode = '57P01'; end if; return new; end $$`);
+    await platform.sql(`create trigger wh_short_fail_${pl} before insert on events for each row execute function wh_short_fail_${pl}()`);
+    try {
+      const complete = () => http(`/v3/warehouses/pick-lists/${pl}/complete`, { key, body: { lines: [{ sku: 'SHORT-1', picked: 1 }] } });
+      const crashed = await complete();
+      expect(crashed.status, crashed.text).toBe(503);
+      expect((await http(`/v3/orders/${order.id}`, { key })).body.line_items[0]).toMatchObject({ short_quantity: 0, allocations: [{ quantity: 4 }] });
+      expect(await level(platform, shop.warehouseId, 'SHORT-1')).toMatchObject({ quantity: 10, reserved: 4 });
+      expect((await http(`/v3/warehouses/pick-lists/${pl}`, { key })).body.status).toBe('picking');
+
+      const [first, second] = await Promise.all([complete(), complete()]); // the retry, twice at once
+      expect([first.status, second.status]).toEqual([200, 200]);
+      expect(first.body.short_picks).toEqual([{ order_id: order.id, sku: 'SHORT-1', location: 'D-01-1-A', ordered: 4, picked: 1, short: 3 }]);
+      expect((await complete()).status).toBe(200);
+      expect((await http(`/v3/orders/${order.id}`, { key })).body.line_items[0]).toMatchObject({ quantity: 4, short_quantity: 3, allocations: [{ warehouse_id: shop.warehouseId, quantity: 1 }] });
+      expect(await level(platform, shop.warehouseId, 'SHORT-1')).toMatchObject({ quantity: 10, reserved: 1 });
+      expect(await eventsAbout(platform, order.id)).toEqual(['order.created', 'order.short_picked']);
+      expect(await eventsAbout(platform, pl)).toEqual(['pick_list.completed']);
+    } finally {
+      await platform.sql(`drop trigger wh_short_fail_${pl} on events; drop function wh_short_fail_${pl}(); drop sequence wh_short_fail_${pl}`);
+    }
   });
 
   it('refuses orders that are unknown, another account\'s, not awaiting fulfilment or reserved elsewhere, all named at once', async () => {
@@ -212,14 +260,43 @@ describe('transfers (workflow transfer-<id>)', () => {
     expect(short.body).toMatchObject({ code: 'insufficient_stock', items: [{ sku: 'TRF-2', available: 5 }] });
     expect(await level(platform, shop.warehouseId, 'TRF-2')).toEqual({ quantity: 5, reserved: 0, in_transit: 0 });
 
-    const late = await http('/v3/warehouses/transfer', { key, method: 'PUT', body: { from_warehouse: shop.warehouseId, to_warehouse: second, items: [{ sku: 'TRF-2', quantity: 2 }], reference: 'LATE-1', expected_arrival: '2020-01-01' } });
+    // The delay timer on the transfer's test clock: nothing happens until the clock passes the end of the expected day.
+    const late = await http('/v3/warehouses/transfer', { key, method: 'PUT', body: {
+      from_warehouse: shop.warehouseId, to_warehouse: second, items: [{ sku: 'TRF-2', quantity: 2 }], reference: 'LATE-1',
+      expected_arrival: '2030-01-03', test_clock_time: '2030-01-01T00:00:00Z',
+    } });
     expect(late.status, late.text).toBe(201);
-    await eventually(async () => (await eventsAbout(platform, late.body.id)).includes('warehouse.transfer.delayed'), 20_000, 'transfer.delayed');
-    expect((await http(`/v3/warehouses/transfers/${late.body.id}`, { key })).body.delayed).toBe(true);
+    expect(late.body.delayed).toBe(false);
+    const advance = (frozen_time: string, k = key) => http(`/v3/warehouses/transfers/${late.body.id}/test_clock/advance`, { key: k, body: { frozen_time } });
+    let moved = await advance('2030-01-03T23:59:59Z');
+    expect(moved.status, moved.text).toBe(200);
+    expect(moved.body.delayed).toBe(false);
+    expect(await eventsAbout(platform, late.body.id)).toEqual([]);
+    moved = await advance('2030-01-04T00:00:00Z');
+    expect(moved.body).toMatchObject({ id: late.body.id, delayed: true, status: 'reserved' });
+    expect(await eventsAbout(platform, late.body.id)).toEqual(['warehouse.transfer.delayed']);
+    expect((await advance('2030-02-01T00:00:00Z')).body.delayed).toBe(true); // once
+    const back = await advance('2030-01-02T00:00:00Z');
+    expect(back.status).toBe(422);
+    expect(back.body.errors[0].path).toBe('frozen_time');
     const cancelled = await http(`/v3/warehouses/transfers/${late.body.id}/cancel`, { key, body: { reason: 'not needed' } });
     expect(cancelled.body).toMatchObject({ status: 'cancelled', cancellation_reason: 'not needed' });
     expect(await level(platform, shop.warehouseId, 'TRF-2')).toEqual({ quantity: 5, reserved: 0, in_transit: 0 });
     expect(await eventsAbout(platform, late.body.id)).toEqual(['warehouse.transfer.delayed']);
+    const finished = await advance('2030-03-01T00:00:00Z');
+    expect(finished.status).toBe(409);
+    expect(finished.body).toMatchObject({ code: 'invalid_state_transition', current_state: 'cancelled' });
+
+    // A transfer without a clock runs on real time: nothing to advance. Live keys cannot have clocks.
+    const real = await http('/v3/warehouses/transfer', { key, method: 'PUT', body: { from_warehouse: shop.warehouseId, to_warehouse: second, items: [{ sku: 'TRF-2', quantity: 1 }], reference: 'REAL-1', expected_arrival: '2099-01-01' } });
+    const noClock = await http(`/v3/warehouses/transfers/${real.body.id}/test_clock/advance`, { key, body: { frozen_time: '2099-01-02T00:00:00Z' } });
+    expect(noClock.status).toBe(409);
+    expect(noClock.body.code).toBe('no_test_clock');
+    const live = await platform.newKey({ type: 'live' });
+    const liveRes = await http('/v3/warehouses/transfer', { key: live, method: 'PUT', body: { from_warehouse: 'wh_x', to_warehouse: 'wh_y', items: [{ sku: 'TRF-2', quantity: 1 }], reference: 'LIVE-1', test_clock_time: '2030-01-01T00:00:00Z' } });
+    expect(liveRes.status).toBe(403);
+    expect(liveRes.body.code).toBe('test_mode_only');
+    expect((await http(`/v3/warehouses/transfers/${real.body.id}/cancel`, { key, body: {} })).body.status).toBe('cancelled');
   });
 
   it('names every bad field: same warehouse, unknown warehouse and SKU, negative quantities, DD/MM/YYYY dates', async () => {
@@ -266,10 +343,21 @@ describe('cycle counts (workflow cycle-count-<id>)', () => {
   it('asks for approval beyond tolerance (with its own permission), and escalates a count past its deadline once', async () => {
     await stockedProduct(http, key, shop, 'CC-3', 0, { price: 2000 });
     await stock(http, key, second, 'CC-3', 10);
-    const res = await http('/v3/warehouses/cycle-count', { key, body: { warehouse_id: second, count_type: 'partial', skus: ['CC-3'], deadline: new Date(Date.now() + 1500).toISOString() } });
+    // The deadline on the count's test clock: seven days from the clock's start by default.
+    const res = await http('/v3/warehouses/cycle-count', { key, body: { warehouse_id: second, count_type: 'partial', skus: ['CC-3'], test_clock_time: '2030-01-01T00:00:00Z' } });
     expect(res.status, res.text).toBe(201);
     const cc = res.body;
-    await eventually(async () => (await eventsAbout(platform, cc.id)).includes('cycle_count.overdue'), 20_000, 'cycle_count.overdue');
+    expect(cc).toMatchObject({ deadline: '2030-01-08T00:00:00.000Z', overdue: false });
+    const advance = (frozen_time: string) => http(`/v3/warehouses/cycle-counts/${cc.id}/test_clock/advance`, { key, body: { frozen_time } });
+    let moved = await advance('2030-01-07T23:59:59Z');
+    expect(moved.status, moved.text).toBe(200);
+    expect(moved.body.overdue).toBe(false);
+    expect(await eventsAbout(platform, cc.id)).toEqual([]);
+    moved = await advance('2030-01-08T00:00:01Z');
+    expect(moved.body).toMatchObject({ overdue: true, status: 'counting' });
+    expect(await eventsAbout(platform, cc.id)).toEqual(['cycle_count.overdue']);
+    expect((await advance('2030-03-01T00:00:00Z')).body.overdue).toBe(true);
+    expect(await eventsAbout(platform, cc.id)).toEqual(['cycle_count.overdue']); // once
     let r = await http(`/v3/warehouses/cycle-counts/${cc.id}/counts`, { key, body: { counts: [{ sku: 'CC-3', quantity: 7 }] } });
     expect(r.body).toMatchObject({ status: 'pending_approval', overdue: true, lines: [{ variance: -3, variance_value: 6000, exceeds_tolerance: true }] });
     expect(await level(platform, second, 'CC-3')).toMatchObject({ quantity: 10 });
@@ -313,6 +401,39 @@ describe('cycle counts (workflow cycle-count-<id>)', () => {
     const cancelled = await http(`/v3/warehouses/cycle-counts/${res.body.id}/cancel`, { key, body: { reason: 'wrong day' } });
     expect(cancelled.body.status).toBe('cancelled');
     expect((await http('/v3/warehouses/cycle-counts/cc_nope', { key })).status).toBe(404);
+  });
+
+  it('lists cycle counts newest first, paginated, filtered by warehouse and status, isolated per account and mode', async () => {
+    const w = (await create(http, key, '/v3/warehouses', { name: 'List warehouse' })).id;
+    await stockedProduct(http, key, shop, 'CCL-1', 0);
+    await stock(http, key, w, 'CCL-1', 3);
+    const start = async () => (await create(http, key, '/v3/warehouses/cycle-count', { warehouse_id: w, count_type: 'partial', skus: ['CCL-1'] })).id as string;
+    const [a, b, c] = [await start(), await start(), await start()];
+    expect((await http(`/v3/warehouses/cycle-counts/${b}/counts`, { key, body: { counts: [{ sku: 'CCL-1', quantity: 3 }] } })).body.status).toBe('completed');
+    const list = (query: string, k = key) => http(`/v3/warehouses/cycle-counts${query}`, { key: k });
+
+    let r = await list(`?warehouse_id=${w}&limit=2`);
+    expect(r.status, r.text).toBe(200);
+    expect(r.body).toMatchObject({ object: 'list', has_more: true, url: '/v3/warehouses/cycle-counts' });
+    expect(r.body.data.map((x: { id: string }) => x.id)).toEqual([c, b]);
+    expect(r.body.data[1]).toEqual((await http(`/v3/warehouses/cycle-counts/${b}`, { key })).body);
+    expect(r.headers.get('link')).toContain('cursor=');
+    r = await list(`?warehouse_id=${w}&limit=2&cursor=${r.body.next_cursor}`);
+    expect(r.body.data.map((x: { id: string }) => x.id)).toEqual([a]);
+    expect(r.body.has_more).toBe(false);
+    expect((await list(`?warehouse_id=${w}&sort=created_at`)).body.data.map((x: { id: string }) => x.id)).toEqual([a, b, c]);
+    expect((await list(`?warehouse_id=${w}&status=completed`)).body.data.map((x: { id: string }) => x.id)).toEqual([b]);
+    expect((await list(`?warehouse_id=${w}&status=counting`)).body.data.map((x: { id: string }) => x.id)).toEqual([c, a]);
+
+    // Another account and live mode see none of them; bad filters are named.
+    const other = await platform.newKey({ accountId: await platform.newAccount() });
+    expect((await list('?limit=100', other)).body.data).toEqual([]);
+    expect((await list(`?warehouse_id=${w}`, await platform.newKey({ type: 'live' }))).body.data).toEqual([]);
+    r = await list('?status=done&limit=0');
+    expect(r.status).toBe(422);
+    expect(r.body.errors.map((e: { path: string }) => e.path).sort()).toEqual(['limit', 'status']);
+    expect((await list('?cursor=garbage')).body.errors[0].path).toBe('cursor');
+    for (const id of [a, c]) await http(`/v3/warehouses/cycle-counts/${id}/cancel`, { key, body: {} });
   });
 });
 

@@ -1,10 +1,11 @@
 import { ActivityFailure, ApplicationFailure, allHandlersFinished, condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { WarehouseActivities } from '../../activities/warehouses/index.ts';
 import { Mutex, setExclusiveUpdateHandler } from '../kit/entity.ts';
+import { Deadline } from './deadline.ts';
 import { REFUSALS, refuse } from '../kit/failures.ts';
 import { recordStatus } from '../kit/search-attributes.ts';
 import {
-  DB_STEPS, approveCycleCountUpdate, closeCycleCountUpdate, cycleCountCreatedUpdate, cycleCountStateQuery, recordCountsUpdate,
+  DB_STEPS, advanceCycleCountClockUpdate, approveCycleCountUpdate, closeCycleCountUpdate, cycleCountCreatedUpdate, cycleCountStateQuery, recordCountsUpdate,
   type CycleCountDraft, type CycleCountState, type CycleCountView,
 } from './shared.ts';
 
@@ -17,7 +18,8 @@ const TERMINAL = new Set<CycleCountState['status']>(['completed', 'cancelled']);
  * validated: the count is open, every SKU is on it); once every line is counted the variances are
  * posted, or the count waits for `approveCycleCount` when one exceeds the tolerance. Operations can
  * force-close or abort it (`closeCycleCount`). When the deadline passes unfinished,
- * `cycle_count.overdue` is recorded once and the count goes on.
+ * `cycle_count.overdue` is recorded once and the count goes on (the deadline is on the count's test
+ * clock in the sandbox when it was created with one: see Deadline).
  */
 export async function cycleCountWorkflow(draft: CycleCountDraft): Promise<CycleCountState> {
   const ref = { countId: draft.countId, accountId: draft.accountId, livemode: draft.livemode };
@@ -38,6 +40,11 @@ export async function cycleCountWorkflow(draft: CycleCountDraft): Promise<CycleC
     if (!allowed.includes(state.status)) throw refuse(REFUSALS.invalidTransition, `a ${state.status} cycle count cannot ${action}`, { current_state: state.status });
   };
 
+  const deadline = new Deadline(draft.testClockStart);
+  const done = () => TERMINAL.has(state.status);
+  setHandler(advanceCycleCountClockUpdate, (req) => deadline.advance(req.to, done), {
+    validator: (req) => deadline.validateAdvance(req.to, state.status, created !== undefined),
+  });
   setHandler(cycleCountStateQuery, () => ({ ...state, skus: [...state.skus] }));
   setHandler(cycleCountCreatedUpdate, async () => {
     await condition(() => created !== undefined || rejected !== undefined);
@@ -77,16 +84,12 @@ export async function cycleCountWorkflow(draft: CycleCountDraft): Promise<CycleC
     throw rejected;
   }
 
-  const done = () => TERMINAL.has(state.status);
-  if (!created.overdue) {
-    const due = Date.parse(draft.deadline) - Date.now();
-    const settled = due > 0 ? await condition(done, due) : done();
-    if (!settled) {
-      await mutex.runExclusive(async () => {
-        if (!done()) apply(await acts.markCycleCountOverdue(ref));
-      });
-    }
+  if (!created.overdue && await deadline.passed(Date.parse(draft.deadline), done)) {
+    await mutex.runExclusive(async () => {
+      if (!done()) apply(await acts.markCycleCountOverdue(ref));
+    });
   }
+  deadline.settle();
   await condition(done);
   await condition(allHandlersFinished);
   return state;

@@ -56,6 +56,8 @@ export interface TransferDraft extends ScopeRef, Actor {
   /** `YYYY-MM-DD`: the transfer counts as delayed once this day (UTC) ends without a full receipt. */
   expectedArrival: string | null;
   carrier: string | null;
+  /** Sandbox: the transfer's own frozen clock starts here (epoch ms) and moves only by `advanceTestClock`. */
+  testClockStart?: number | null;
 }
 
 export interface TransferRef extends ScopeRef {
@@ -81,6 +83,8 @@ export const transferCreatedUpdate = defineUpdate<TransferView, []>('transferCre
 export const dispatchTransferUpdate = defineUpdate<TransferView, [Actor]>('dispatchTransfer');
 export const receiveTransferUpdate = defineUpdate<TransferView, [ReceiveInput]>('receiveTransfer');
 export const cancelTransferUpdate = defineUpdate<TransferView, [CancelInput]>('cancelTransfer');
+/** Sandbox: moves the transfer's test clock to `to` (epoch ms); answers once the delay check ran on the new time. */
+export const advanceTransferClockUpdate = defineUpdate<void, [{ to: number }]>('advanceTestClock');
 export const transferStateQuery = defineQuery<TransferState>('transferState');
 
 export interface AbcPolicy {
@@ -100,6 +104,8 @@ export interface CycleCountDraft extends ScopeRef, Actor {
   abc: AbcPolicy;
   /** ISO timestamp: an unfinished count is escalated (`cycle_count.overdue`) then. */
   deadline: string;
+  /** Sandbox: the count's own frozen clock starts here (epoch ms) and moves only by `advanceTestClock`. */
+  testClockStart?: number | null;
 }
 
 export interface CycleCountRef extends ScopeRef {
@@ -131,4 +137,6 @@ export const cycleCountCreatedUpdate = defineUpdate<CycleCountView, []>('cycleCo
 export const recordCountsUpdate = defineUpdate<CycleCountView, [RecordCountsInput]>('recordCounts');
 export const approveCycleCountUpdate = defineUpdate<CycleCountView, [ApproveInput]>('approveCycleCount');
 export const closeCycleCountUpdate = defineUpdate<CycleCountView, [CloseInput]>('closeCycleCount');
+/** Sandbox: moves the count's test clock to `to` (epoch ms); answers once the deadline check ran on the new time. */
+export const advanceCycleCountClockUpdate = defineUpdate<void, [{ to: number }]>('advanceTestClock');
 export const cycleCountStateQuery = defineQuery<CycleCountState>('cycleCountState');

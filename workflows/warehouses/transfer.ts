@@ -1,10 +1,11 @@
 import { ActivityFailure, ApplicationFailure, allHandlersFinished, condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { WarehouseActivities } from '../../activities/warehouses/index.ts';
 import { Mutex, setExclusiveUpdateHandler } from '../kit/entity.ts';
+import { Deadline } from './deadline.ts';
 import { REFUSALS, refuse } from '../kit/failures.ts';
 import { recordStatus } from '../kit/search-attributes.ts';
 import {
-  DB_STEPS, cancelTransferUpdate, dispatchTransferUpdate, receiveTransferUpdate, transferCreatedUpdate, transferStateQuery,
+  DB_STEPS, advanceTransferClockUpdate, cancelTransferUpdate, dispatchTransferUpdate, receiveTransferUpdate, transferCreatedUpdate, transferStateQuery,
   type TransferDraft, type TransferState, type TransferView,
 } from './shared.ts';
 
@@ -21,7 +22,8 @@ const TERMINAL = new Set<TransferState['status']>(['received', 'cancelled']);
  * outstanding. Each step is an update with a validator and one activity that changes the row and the
  * stock in one transaction under the row's lock, idempotent under retry (a receipt by its id), so a
  * worker killed mid-step never counts stock twice. When `expected_arrival` ends before the last
- * receipt, `warehouse.transfer.delayed` is recorded once.
+ * receipt, `warehouse.transfer.delayed` is recorded once (on the transfer's test clock in the
+ * sandbox when it was created with one: see Deadline).
  */
 export async function transferWorkflow(draft: TransferDraft): Promise<TransferState> {
   const ref = { transferId: draft.transferId, accountId: draft.accountId, livemode: draft.livemode };
@@ -43,6 +45,11 @@ export async function transferWorkflow(draft: TransferDraft): Promise<TransferSt
     }
   };
 
+  const deadline = new Deadline(draft.testClockStart);
+  const done = () => TERMINAL.has(state.status);
+  setHandler(advanceTransferClockUpdate, (req) => deadline.advance(req.to, done), {
+    validator: (req) => deadline.validateAdvance(req.to, state.status, created !== undefined),
+  });
   setHandler(transferStateQuery, () => ({ ...state, items: state.items.map((i) => ({ ...i })) }));
   setHandler(transferCreatedUpdate, async () => {
     await condition(() => created !== undefined || rejected !== undefined);
@@ -85,17 +92,15 @@ export async function transferWorkflow(draft: TransferDraft): Promise<TransferSt
     throw rejected;
   }
 
-  const done = () => TERMINAL.has(state.status);
   if (draft.expectedArrival && !created.delayed) {
     // The end of the expected day (UTC): a transfer not fully received by then is late.
-    const due = Date.parse(`${draft.expectedArrival}T23:59:59.999Z`) - Date.now();
-    const settled = due > 0 ? await condition(done, due) : done();
-    if (!settled) {
+    if (await deadline.passed(Date.parse(`${draft.expectedArrival}T23:59:59.999Z`), done)) {
       await mutex.runExclusive(async () => {
         if (!done()) apply(await acts.markTransferDelayed(ref));
       });
     }
   }
+  deadline.settle();
   await condition(done);
   await condition(allHandlersFinished);
   return state;

@@ -1,23 +1,26 @@
 import { z } from 'zod';
 import { MAX_STOCK, applyStockChanges } from '../../../domain/commerce/public.ts';
-import { actOnCycleCount, getCycleCount, startCycleCount } from '../../../domain/warehouses/cycle-counts.ts';
+import { actOnCycleCount, advanceCycleCountClock, getCycleCount, listCycleCounts, startCycleCount } from '../../../domain/warehouses/cycle-counts.ts';
 import { getInventoryItem, getWarehouseInventory, listMovements } from '../../../domain/warehouses/inventory.ts';
 import { recordStockMovement } from '../../../domain/warehouses/movements.ts';
 import { createPickList, getPickList, listPickLists, transitionPickList } from '../../../domain/warehouses/pick-lists.ts';
 import { realtimeHubOf, REALTIME_PATH } from '../../../domain/warehouses/realtime.ts';
 import { LOCATION_PATTERN } from '../../../domain/warehouses/routing.ts';
 import {
-  COUNT_TYPES, PICK_LIST_STATUSES, cycleCountSchema, inventorySettingsSchema, pickListSchema, stockMovementSchema, transferSchema,
+  COUNT_TYPES, CYCLE_COUNT_STATUSES, PICK_LIST_STATUSES, cycleCountSchema, inventorySettingsSchema, pickListSchema, stockMovementSchema, transferSchema,
   warehouseInventorySchema,
 } from '../../../domain/warehouses/schemas.ts';
-import { actOnTransfer, getTransfer, listTransfers, putTransfer } from '../../../domain/warehouses/transfers.ts';
+import { actOnTransfer, advanceTransferClock, getTransfer, listTransfers, putTransfer } from '../../../domain/warehouses/transfers.ts';
 import { notFound, serviceUnavailable } from '../../../platform/errors.ts';
-import { listDocument, listOf, listRoute, pageOf } from '../../http/pagination.ts';
+import { listDocument, listOf, listQuery, listRoute, pageOf } from '../../http/pagination.ts';
 import { getRoute, route } from '../../http/route.ts';
 import { count, dateOrTimestamp, int32, isoDate } from '../../http/schemas.ts';
 import type { AuthContext } from '../../http/context.ts';
 
 const id = z.string().min(1).max(64);
+const testClockTime = z.iso.datetime({ offset: true }).transform((t) => new Date(t)).optional()
+  .describe('Sandbox only: the deadline runs on a frozen clock that starts here and moves with POST …/test_clock/advance.');
+const advanceBody = z.strictObject({ frozen_time: z.iso.datetime({ offset: true }).transform((t) => new Date(t)).describe('The clock\'s new time; not before its current time.') });
 const sku = z.string().trim().min(1).max(64).regex(/^[A-Za-z0-9][A-Za-z0-9._\-/]*$/, 'SKUs use letters, digits and . _ - /');
 const units = count(MAX_STOCK, 'stock quantities are whole units');
 const positiveUnits = int32({ min: 1, max: MAX_STOCK, message: 'stock quantities are whole units' });
@@ -69,6 +72,7 @@ const transferBody = z.strictObject({
   reference: z.string().trim().min(1).max(200).describe('Your reference; the same reference always names the same transfer.'),
   expected_arrival: isoDate.optional(),
   carrier: z.string().trim().min(1).max(100).optional(),
+  test_clock_time: testClockTime,
 });
 const transferParam = z.strictObject({ transfer_id: id });
 const receiveBody = z.strictObject({ items: transferItems });
@@ -88,6 +92,7 @@ const cycleCountBody = z.strictObject({
     c_days: z.number().int().min(1).max(3660).optional(),
   }).optional().describe('Days between counts per ABC class (default 30, 91, 365).'),
   deadline: dateOrTimestamp('end').optional().describe('An unfinished count is escalated then (cycle_count.overdue); default in 7 days.'),
+  test_clock_time: testClockTime,
 });
 const countParam = z.strictObject({ cycle_count_id: id });
 const countsBody = z.strictObject({
@@ -249,6 +254,14 @@ export const warehouseRoutes = [
     },
   }),
   route({
+    method: 'post', path: '/v3/warehouses/transfers/{transfer_id}/test_clock/advance', operationId: 'advanceTransferClock', tag: 'Warehouses',
+    summary: 'Sandbox: move a transfer\'s test clock; answers once its delay check ran on the new time', permission: 'warehouses:write', status: 200, temporal: true,
+    params: transferParam, body: advanceBody, response: transferSchema,
+    async handler({ deps, em, auth, params, body }) {
+      return { body: await advanceTransferClock(deps.temporal, em(), auth, params.transfer_id, body.frozen_time) };
+    },
+  }),
+  route({
     method: 'post', path: '/v3/warehouses/transfers/{transfer_id}/cancel', operationId: 'cancelTransfer', tag: 'Warehouses',
     summary: 'Cancel a transfer before dispatch; the reservation at the source is released', permission: 'warehouses:write', status: 200, temporal: true,
     params: transferParam, body: cancelBody, response: transferSchema,
@@ -267,6 +280,19 @@ export const warehouseRoutes = [
         { ...body, deadline: body.deadline?.toISOString() }, actor(auth, requestId));
       return { body: count, headers: { Location: `/v3/warehouses/cycle-counts/${count.id}` } };
     },
+  }),
+  listRoute({
+    path: '/v3/warehouses/cycle-counts', operationId: 'listCycleCounts', tag: 'Warehouses',
+    summary: 'List cycle counts, newest first (filters: warehouse_id, status)', permission: 'warehouses:read', item: cycleCountSchema,
+    query: z.strictObject({
+      ...listQuery,
+      warehouse_id: id.optional().describe('Only counts of this warehouse.'),
+      status: z.enum(CYCLE_COUNT_STATUSES).optional(),
+    }),
+    list: ({ em, auth, query }, page) => listCycleCounts(em(), auth, { warehouseId: query.warehouse_id, status: query.status }, {
+      after: (page.where.id as { $lt?: string; $gt?: string } | undefined)?.$lt ?? (page.where.id as { $gt?: string } | undefined)?.$gt,
+      limit: page.limit, direction: page.direction,
+    }),
   }),
   getRoute({
     path: '/v3/warehouses/cycle-counts/{cycle_count_id}', operationId: 'getCycleCount', tag: 'Warehouses',
@@ -287,6 +313,14 @@ export const warehouseRoutes = [
     params: countParam, body: approveBody, response: cycleCountSchema,
     async handler({ deps, em, auth, params, body, requestId }) {
       return { body: await actOnCycleCount(deps.temporal, em(), auth, params.cycle_count_id, { kind: 'approve', note: body.note ?? null }, actor(auth, requestId)) };
+    },
+  }),
+  route({
+    method: 'post', path: '/v3/warehouses/cycle-counts/{cycle_count_id}/test_clock/advance', operationId: 'advanceCycleCountClock', tag: 'Warehouses',
+    summary: 'Sandbox: move a cycle count\'s test clock; answers once its deadline check ran on the new time', permission: 'warehouses:write', status: 200, temporal: true,
+    params: countParam, body: advanceBody, response: cycleCountSchema,
+    async handler({ deps, em, auth, params, body }) {
+      return { body: await advanceCycleCountClock(deps.temporal, em(), auth, params.cycle_count_id, body.frozen_time) };
     },
   }),
   route({
