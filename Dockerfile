@@ -14,6 +14,7 @@ COPY worker ./worker
 COPY domain ./domain
 COPY db ./db
 COPY platform ./platform
+COPY dashboard ./dashboard
 RUN npm run build
 
 FROM node:24-slim

@@ -10,8 +10,9 @@ import { withLogContext } from '../platform/log-context.ts';
 import { httpDuration, httpRequests, renderMetrics } from '../platform/metrics.ts';
 import { httpServerSpan } from '../platform/telemetry.ts';
 import { adminRouter } from './admin/router.ts';
-import { v3Routes } from '../domain/registry.ts';
-import { FailedAuthThrottle, createContextInner, isUnexpectedAdminError } from './admin/trpc.ts';
+import { areaPages, pagePrefixes, v3Routes } from '../domain/registry.ts';
+import { FailedAuthThrottle, createContextInner } from './admin/trpc.ts';
+import { isUnexpectedTrpcError } from '../platform/trpc-errors.ts';
 import type { AppDeps } from './http/deps.ts';
 import { hasBody, isJsonContentType } from './http/body.ts';
 import { state } from './http/context.ts';
@@ -24,6 +25,7 @@ import { routeDispatcher } from './http/route.ts';
 import { docsCsp, setSecurityHeaders } from './http/security-headers.ts';
 import { sendDocument } from './http/send.ts';
 import { buildOpenApi, type ExtraRoute } from './openapi.ts';
+import { signedDownloadDoc } from './v3/analytics/signed-download.ts';
 
 export const API_VERSION = '3.2.1';
 
@@ -80,6 +82,7 @@ const extraRoutes: ExtraRoute[] = [
       404: { description: 'No such error code (a problem document)' },
     },
   },
+  signedDownloadDoc,
 ];
 
 export function createApp(deps: AppDeps): express.Express {
@@ -103,6 +106,10 @@ export function createApp(deps: AppDeps): express.Express {
       span.finish(res.statusCode, st.route);
     });
 
+    // The areas' pages (dashboard, OAuth) answer HTML, forms and JSON as their protocols say.
+    if (pagePrefixes.some((prefix) => req.path.startsWith(prefix))) {
+      return span.run(() => withLogContext({ request_id: st.requestId }, next));
+    }
     const format = negotiate(req.headers.accept);
     // The /docs pages are HTML: a browser's `Accept: text/html` is theirs to answer. A header that
     // admits only a binary type some route answers (a PDF, a recording) is for that route to judge.
@@ -124,6 +131,12 @@ export function createApp(deps: AppDeps): express.Express {
 
   // The /v3 API first: the hot path passes no other layer.
   app.use(routeDispatcher(v3Routes, deps));
+
+  for (const pages of areaPages) {
+    const router = express.Router();
+    pages.mount(router, deps);
+    app.use(router);
+  }
 
   app.get('/healthz', (_req, res) => void sendDocument(res, 200, { status: 'ok' }));
   app.get('/readyz', async (_req, res) => {
@@ -187,7 +200,7 @@ export function createApp(deps: AppDeps): express.Express {
     }),
     // The caller got a generic message with the request id; the details go to the log under it.
     onError: ({ error, path, ctx }) => {
-      if (isUnexpectedAdminError(error)) {
+      if (isUnexpectedTrpcError(error)) {
         deps.logger.error('admin API call failed', { error: error.cause ?? error, procedure: path ?? null, request_id: ctx?.requestId });
       }
     },
@@ -286,6 +299,7 @@ function logRequest(deps: AppDeps, req: Request, res: Response): void {
       status: res.statusCode,
       durationMs,
       createdAt: new Date(),
+      problem: st.problem ?? null,
     });
   }
   if (deps.logger.enabled('info')) {

@@ -11,7 +11,7 @@ const config = loadConfigOrExit();
 const logger = createLogger(config.LOG_LEVEL, { service: 'api' });
 const orm = await createOrm({ url: requireSetting(config, 'DATABASE_URL'), poolMax: config.DATABASE_POOL_MAX });
 const temporal = createTemporalHandle({
-  address: requireSetting(config, 'TEMPORAL_ADDRESS'), namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX,
+  address: requireSetting(config, 'TEMPORAL_ADDRESS'), namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX, taskQueueLayout: config.TEMPORAL_TASK_QUEUES,
 });
 const api = await startApiServer({ config, orm, temporal, logger, port: config.PORT, host: config.HOST });
 logger.info('api listening', { url: api.url });

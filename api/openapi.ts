@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponsesObject } from 'zod-openapi';
 import { ERROR_DOCS_PATH } from './http/error-codes.ts';
-import type { RouteSpec } from './http/route.ts';
+import { binaryMediaTypes, type RouteSpec } from './http/route.ts';
 
 /** A route outside the /v3 pipeline (health, docs), listed so the document covers all the app serves. */
 export interface ExtraRoute {
@@ -71,8 +71,8 @@ function successContent(schema: z.ZodType) {
 function operation(spec: RouteSpec<any, any, any>): ZodOpenApiOperationObject {
   const responses: ZodOpenApiResponsesObject = {
     [spec.status]: spec.binary
-      ? { description: spec.binary.description, content: Object.fromEntries([spec.binary.mediaType].flat().map((t) => [t, {}])) }
-      : { description: 'Success', content: spec.produces ? { [spec.produces]: {} } : successContent(spec.response) },
+      ? { description: spec.binary.description, content: Object.fromEntries(binaryMediaTypes(spec).map((t) => [t, {}])) }
+      : { description: spec.stream ? `Success (JSON; or ${spec.stream.description})` : 'Success', content: { ...successContent(spec.response), ...(spec.stream ? { [spec.stream.mediaType]: {} } : {}) } },
     ...errorResponses(spec),
   };
   for (const [status, extra] of Object.entries(spec.responses ?? {})) {
@@ -145,9 +145,10 @@ export function buildOpenApi(routes: RouteSpec<any, any, any>[], extras: ExtraRo
     paths,
   }, {
     outputIdSuffix: OUTPUT_SUFFIX,
-    override: ({ zodSchema }) => {
+    override: ({ zodSchema, jsonSchema }) => {
       const id = z.globalRegistry.get(zodSchema as z.core.$ZodType)?.id;
       if (id) ids.add(id);
+      requireNonBlank({ zodSchema: zodSchema as z.core.$ZodType, jsonSchema });
     },
   });
   // zod-openapi names the response form of `X` `XOutput`, which would overwrite a schema whose own
@@ -156,4 +157,25 @@ export function buildOpenApi(routes: RouteSpec<any, any, any>[], extras: ExtraRo
     if (ids.has(id + OUTPUT_SUFFIX)) throw new Error(`OpenAPI: schema id "${id}${OUTPUT_SUFFIX}" is reserved for the response form of "${id}"; rename it`);
   }
   return document as unknown as Record<string, unknown>;
+}
+
+/**
+ * A JSON Schema override (zod-openapi's and z.toJSONSchema's): a trimmed string with a minimum length
+ * refuses "   ", which `minLength` alone does not say, so it gets `pattern: "\\S"` (some non-space
+ * character). The contract property test converts schemas with it too.
+ */
+export function requireNonBlank(ctx: { zodSchema: z.core.$ZodType; jsonSchema: { type?: unknown; minLength?: number; pattern?: string } }): void {
+  const { zodSchema, jsonSchema } = ctx;
+  if (jsonSchema.type === 'string' && (jsonSchema.minLength ?? 0) >= 1 && jsonSchema.pattern === undefined && blanksOut(zodSchema)) {
+    jsonSchema.pattern = '\\S';
+  }
+}
+
+/** Whether a string schema normalises a blank value to empty (`.trim()`). */
+function blanksOut(schema: z.core.$ZodType): boolean {
+  const checks = (schema._zod.def as { checks?: z.core.$ZodCheck[] }).checks ?? [];
+  return checks.some((check) => {
+    const def = check._zod.def as { check: string; tx?: (value: string) => string };
+    return def.check === 'overwrite' && def.tx?.('  ') === '';
+  });
 }

@@ -5,6 +5,9 @@
  *        [--permissions area:read,area:write] [--expires YYYY-MM-DD] [--account ACCOUNT_ID] [--json]
  *   npm run --silent cli -- keys list [--account ACCOUNT_ID] [--json]
  *   npm run --silent cli -- keys revoke KEY_ID [--json]
+ *   npm run --silent cli -- users create --email EMAIL --role owner|admin|developer|viewer [--account ACCOUNT_ID]
+ *        [--password PASSWORD] [--json]   (without --password: BP_USER_PASSWORD, else a generated one printed once)
+ *   npm run --silent cli -- users list [--account ACCOUNT_ID] [--json]
  * It works on the same database as `npm start` (platform/local-database.ts resolveDatabase): DATABASE_URL,
  * or the embedded one under DATA_DIR (default .data/); it names it on stderr, password masked.
  */
@@ -12,7 +15,9 @@ import { parseArgs } from 'node:util';
 import { createOrm, migrate, type MikroORM } from '../db/orm.ts';
 import { permissionScopes } from '../domain/registry.ts';
 import { ACCOUNT_TIERS, KEY_TYPES, type AccountTier, type KeyType } from '../domain/accounts/entities.ts';
-import { createAccount, createKey, keyUsage, listKeys, revokeKey } from '../domain/accounts/service.ts';
+import { createAccount, createKey, defaultAccount, keyUsage, listKeys, revokeKey } from '../domain/accounts/service.ts';
+import { DASHBOARD_ROLES, addMember, type DashboardRole } from '../domain/identity/public.ts';
+import { listUsers } from '../domain/identity/users.ts';
 import { ApiError } from '../platform/errors.ts';
 import { loadConfigOrExit } from '../platform/config.ts';
 import { maskDatabaseUrl, resolveDatabase } from '../platform/local-database.ts';
@@ -22,7 +27,10 @@ const USAGE = `Usage:
   cli keys create --name NAME --type live|test|restricted [--mode live|test]
                   [--permissions area:read,area:write] [--expires YYYY-MM-DD] [--account ACCOUNT_ID] [--json]
   cli keys list [--account ACCOUNT_ID] [--json]
-  cli keys revoke KEY_ID [--json]`;
+  cli keys revoke KEY_ID [--json]
+  cli users create --email EMAIL --role owner|admin|developer|viewer [--account ACCOUNT_ID] [--password PASSWORD] [--json]
+                   (without --password: the BP_USER_PASSWORD environment variable, else a generated password shown once)
+  cli users list [--account ACCOUNT_ID] [--json]`;
 
 class UsageError extends Error {}
 
@@ -33,6 +41,7 @@ const { values: opts, positionals } = (() => {
       options: {
         name: { type: 'string' }, tier: { type: 'string' }, type: { type: 'string' }, mode: { type: 'string' },
         permissions: { type: 'string' }, expires: { type: 'string' }, account: { type: 'string' },
+        email: { type: 'string' }, role: { type: 'string' }, password: { type: 'string' },
         json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' },
       },
     });
@@ -91,6 +100,26 @@ async function run(orm: MikroORM, [area, action, arg]: string[]): Promise<void> 
     case 'keys revoke': {
       const key = await revokeKey(orm, required('KEY_ID', arg));
       return print(key, `Revoked ${key.id} (${key.name})`);
+    }
+    case 'users create': {
+      // --password, else BP_USER_PASSWORD, else generated (printed once): a password on the command
+      // line stays in the shell's history, so scripts should prefer the environment variable.
+      const password = opts.password ?? process.env.BP_USER_PASSWORD;
+      const accountId = opts.account ?? (await defaultAccount(orm)).id;
+      const { member, temporary_password } = await addMember(orm, {
+        accountId, email: required('email', opts.email), role: oneOf<DashboardRole>('role', required('role', opts.role), DASHBOARD_ROLES)!,
+        ...(password ? { password } : {}),
+      });
+      const lines = [`Created ${member.role} ${member.email} (${member.id}) on account ${member.account_id}`];
+      if (temporary_password) lines.push('', `  password: ${temporary_password}`, '', 'This is the only time the password is shown. Sign in at /dashboard.');
+      else if (!password) lines.push('The user already existed and keeps their password.');
+      return print({ ...member, ...(temporary_password ? { password: temporary_password } : {}) }, lines.join('\n'));
+    }
+    case 'users list': {
+      const users = await listUsers(orm, opts.account);
+      const rows = users.map((u) => [u.id, u.email, u.memberships.map((m) => `${m.account_id}:${m.role}`).join(' ')]);
+      const table = [['ID', 'EMAIL', 'MEMBERSHIPS'], ...rows].map((r) => r.join('  ')).join('\n');
+      return print({ object: 'list', data: users }, rows.length ? table : 'No users yet: create the first owner with `users create --role owner`.');
     }
     default:
       throw new UsageError(area ? `Unknown command: ${positionals.join(' ')}` : 'No command given');

@@ -9,6 +9,7 @@ import '../platform/telemetry-init.ts'; // first: tracing patches `pg` as it loa
 import { join, relative } from 'node:path';
 import { startApiServer } from '../api/server.ts';
 import { createOrm, migrate } from '../db/orm.ts';
+import { buildDashboard, dashboardBuilt } from '../domain/dashboard/assets.ts';
 import { loadConfigOrExit } from '../platform/config.ts';
 import { DEFAULT_DATA_DIR, maskDatabaseUrl, resolveDatabase } from '../platform/local-database.ts';
 import { createLogger } from '../platform/logger.ts';
@@ -57,7 +58,7 @@ try {
   step('running migrations');
   await migrate(orm);
 
-  const temporal = createTemporalHandle({ address: temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX });
+  const temporal = createTemporalHandle({ address: temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX, taskQueueLayout: config.TEMPORAL_TASK_QUEUES });
   stops.push(() => temporal.close());
   step('starting the worker');
   const workers = await startWorkers({
@@ -66,6 +67,11 @@ try {
   });
   stops.push(() => workers.shutdown());
   await ensureSchedules(temporal.client, temporal.taskQueue('platform'));
+
+  if (!dashboardBuilt()) {
+    step('building the dashboard (dist/dashboard)');
+    await buildDashboard();
+  }
 
   const api = await startApiServer({ config, orm, temporal, logger, port: config.PORT, host: config.HOST });
   stops.push(() => api.close());
@@ -76,6 +82,7 @@ Business Platform is running.
 
   API          ${base}/v3
   API docs     ${base}/docs   (OpenAPI: ${base}/v3/openapi.json)
+  Dashboard    ${base}/dashboard   (first owner: npm run cli -- users create --email … --role owner --password …)
   Temporal UI  ${temporalUi ?? '(external Temporal: see your cluster\'s UI)'}
   Health       ${base}/readyz
 

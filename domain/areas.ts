@@ -1,10 +1,13 @@
+import { aiArea } from './ai/area.ts';
 import { analyticsArea } from './analytics/area.ts';
 import { billingArea } from './billing/area.ts';
 import { communicationsArea } from './communications/area.ts';
 import { commerceArea } from './commerce/area.ts';
 import { crmArea } from './crm/area.ts';
 import { customersArea } from './customers/area.ts';
+import { dashboardArea } from './dashboard/area.ts';
 import { erpArea } from './erp/area.ts';
+import { identityArea } from './identity/area.ts';
 import { paymentsArea } from './payments/area.ts';
 import { platformArea } from './platform/area.ts';
 import { shippingArea } from './shipping/area.ts';
@@ -32,4 +35,7 @@ export const AREAS = [
   analyticsArea,
   webhooksArea,
   communicationsArea,
+  identityArea,
+  dashboardArea,
+  aiArea,
 ] as const;

@@ -32,6 +32,12 @@ export const migrations = areas
 /** Every permission scope a key may hold (`<scope>:read` / `<scope>:write`). */
 export const permissionScopes: readonly string[] = [...new Set(areas.flatMap((area) => area.permissions))];
 
+/** The areas' pages outside /v3 (dashboard, OAuth), mounted by the API in area order. */
+export const areaPages = areas.flatMap((area) => (area.pages ? [area.pages] : []));
+
+/** Path prefixes whose requests negotiate their own content (the areas' pages). */
+export const pagePrefixes: readonly string[] = areaPages.flatMap((pages) => pages.prefixes);
+
 /** What areas attach to each API process's HTTP server (WebSocket endpoints). */
 export const httpServerAttachments = areas.flatMap((area) => (area.httpServer ? [area.httpServer] : []));
 

@@ -3,6 +3,7 @@ import type { EntitySchema } from '@mikro-orm/core';
 import type { Migration } from '@mikro-orm/migrations';
 import type { Client } from '@temporalio/client';
 import type { AnyRouter } from '@trpc/server';
+import type { Router } from 'express';
 import type { RouteSpec } from '../api/http/route.ts';
 import type { AppDeps } from '../api/http/deps.ts';
 import type { EventConsumer, CustomerMetricsSource } from '../domain/events/consumers.ts';
@@ -42,6 +43,13 @@ export interface AreaDescriptor<Name extends string = string, Admin extends Reco
   services?: (platform: PlatformServices) => Partial<AreaServices>;
   /** Routers merged into the internal tRPC admin API at /admin/trpc. */
   admin?: Admin;
+  /**
+   * Browser pages and protocol endpoints outside /v3 (the dashboard, the OAuth server). Requests under
+   * `prefixes` skip the API's JSON content negotiation and body-type check: `mount` answers them itself,
+   * with its own Content-Security-Policy where it serves HTML. Unanswered requests fall through to the
+   * API's 404.
+   */
+  pages?: { prefixes: readonly string[]; mount(router: Router, deps: AppDeps): void };
   /** Attaches to each API process's HTTP server (a WebSocket endpoint); `close` runs before the server closes. */
   httpServer?: (server: Server, deps: AppDeps) => { close(): Promise<void> };
   /** Temporal Schedules that start its periodic workflows on its task queue (created at start when missing). */

@@ -35,6 +35,12 @@ const schema = z.object({
   TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: positiveInt.min(500).default(10_000),
   /** Prepended to every task queue name; lets test files and tenants share one Temporal server. */
   TASK_QUEUE_PREFIX: z.string().default(''),
+  /**
+   * `per-area`: each area's workflows and activities on its own task queue, one worker each (scaled
+   * per area). `single`: every area on one queue served by one worker: less start-up time and memory
+   * for small installations and the test suite. API and workers must agree.
+   */
+  TEMPORAL_TASK_QUEUES: z.enum(['per-area', 'single']).default('per-area'),
   ADMIN_TOKEN: z.string().min(16, 'use at least 16 characters').optional(),
   /** Bearer token Prometheus presents on GET /metrics; unset: /metrics answers loopback clients only. */
   METRICS_TOKEN: z.string().min(16, 'use at least 16 characters').optional(),
@@ -57,14 +63,19 @@ const schema = z.object({
   WEBHOOK_RETRY_WINDOW: z.string().regex(/^\d+(ms|s|m|h)$/, 'expected a duration such as 24h').default('24h'),
   /** Webhooks: each retry wait is multiplied by a random factor in [1 - jitter, 1 + jitter]. */
   WEBHOOK_RETRY_JITTER: z.coerce.number().min(0).max(0.5).default(0.2),
+  /**
+   * Webhooks: the bound on a delivery's first attempt, which the outbox dispatcher makes itself (a
+   * slower receiver counts as a timeout and is retried by the delivery workflow with WEBHOOK_TIMEOUT_MS).
+   */
+  WEBHOOK_FIRST_ATTEMPT_TIMEOUT_MS: positiveInt.max(120_000).default(5000),
   /** Webhooks: a worker that dies mid-attempt is noticed after this long (the attempt then runs again). */
   WEBHOOK_HEARTBEAT_TIMEOUT_MS: positiveInt.min(500).default(10_000),
   /** Outbox: how often the dispatcher sweeps for undispatched events when no write has nudged it. */
   EVENT_DISPATCH_SWEEP_MS: positiveInt.min(100).default(5000),
   /**
    * Outbox: the workflow task timeout of the dispatcher and of the workflows it starts (Temporal's
-   * default); a worker that dies in the middle of one of their workflow tasks (a webhook's first
-   * attempt is a local activity, run inside one) is noticed after this.
+   * default); a worker that dies in the middle of one of their workflow tasks (a test event's or a
+   * replay's first attempt is a local activity, run inside one) is noticed after this.
    */
   EVENT_WORKFLOW_TASK_TIMEOUT_MS: positiveInt.min(1000).max(120_000).default(10_000),
   /** Payments: how long POST /v3/payments/process waits for the gateway before answering 202. */
@@ -103,6 +114,25 @@ const schema = z.object({
   ANALYTICS_REPORT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
   /** Analytics: seconds a report's signed download_url stays valid. */
   ANALYTICS_DOWNLOAD_URL_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(3600),
+  /** Analytics: an S3-compatible store for report files instead of ANALYTICS_REPORTS_DIR (path-style URLs, e.g. http://minio:9000). */
+  ANALYTICS_S3_ENDPOINT: z.url().optional(),
+  ANALYTICS_S3_BUCKET: z.string().min(3).max(63).optional(),
+  ANALYTICS_S3_REGION: z.string().min(1).default('us-east-1'),
+  ANALYTICS_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  ANALYTICS_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  /** /v3/ai: the language-model provider (unset: every /v3/ai route answers 503 ai_not_configured). */
+  AI_PROVIDER: z.enum(['openai', 'openai-compatible']).optional(),
+  /** /v3/ai: the model id, e.g. gpt-4.1-mini (or the name a local server gives its model). */
+  AI_MODEL: z.string().min(1).max(200).optional(),
+  /** /v3/ai: the provider's API key (OPENAI_API_KEY is read when AI_API_KEY is unset). */
+  AI_API_KEY: z.string().min(1).optional(),
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  /** /v3/ai: the base URL of an OpenAI-compatible server (a local model server), e.g. http://127.0.0.1:11434/v1. */
+  AI_BASE_URL: z.url().optional(),
+  /** /v3/ai: tokens (in + out) each API key may use per calendar month (UTC) before 429 ai_budget_exceeded. */
+  AI_MONTHLY_TOKEN_BUDGET: positiveInt.default(1_000_000),
+  /** /v3/ai: longest one model call (all its steps) may take before 503 ai_provider_unavailable. */
+  AI_TIMEOUT_MS: positiveInt.min(1000).default(60_000),
 }).superRefine((config, ctx) => {
   if (config.PAYMENTS_LIVE_GATEWAY === 'sandbox' && !config.PAYMENTS_LIVE_SANDBOX) {
     ctx.addIssue({
@@ -113,8 +143,20 @@ const schema = z.object({
   if (config.ADYEN_API_KEY && !config.ADYEN_MERCHANT_ACCOUNT) {
     ctx.addIssue({ code: 'custom', path: ['ADYEN_MERCHANT_ACCOUNT'], message: 'required with ADYEN_API_KEY (the merchant account payments are made for)' });
   }
+  if (config.ANALYTICS_S3_ENDPOINT && !(config.ANALYTICS_S3_BUCKET && config.ANALYTICS_S3_ACCESS_KEY_ID && config.ANALYTICS_S3_SECRET_ACCESS_KEY)) {
+    ctx.addIssue({ code: 'custom', path: ['ANALYTICS_S3_ENDPOINT'], message: 'needs ANALYTICS_S3_BUCKET, ANALYTICS_S3_ACCESS_KEY_ID and ANALYTICS_S3_SECRET_ACCESS_KEY' });
+  }
   if (!!config.PAYPAL_CLIENT_ID !== !!config.PAYPAL_CLIENT_SECRET) {
     ctx.addIssue({ code: 'custom', path: ['PAYPAL_CLIENT_SECRET'], message: 'PAYPAL_CLIENT_ID and PAYPAL_CLIENT_SECRET are set together' });
+  }
+  if (config.AI_PROVIDER && !config.AI_MODEL) {
+    ctx.addIssue({ code: 'custom', path: ['AI_MODEL'], message: 'required with AI_PROVIDER (the model to call)' });
+  }
+  if (config.AI_PROVIDER === 'openai' && !config.AI_API_KEY && !config.OPENAI_API_KEY) {
+    ctx.addIssue({ code: 'custom', path: ['AI_API_KEY'], message: 'AI_PROVIDER=openai needs AI_API_KEY (or OPENAI_API_KEY)' });
+  }
+  if (config.AI_PROVIDER === 'openai-compatible' && !config.AI_BASE_URL) {
+    ctx.addIssue({ code: 'custom', path: ['AI_BASE_URL'], message: 'AI_PROVIDER=openai-compatible needs the server\'s base URL, e.g. http://127.0.0.1:11434/v1' });
   }
 });
 

@@ -58,6 +58,11 @@ export const ID_PREFIX = {
   invoiceTemplate: 'itpl',
   routingRule: 'rrule',
   report: 'rpt',
+  dashboardUser: 'usr',
+  dashboardSession: 'dses',
+  oauthClient: 'oac',
+  signingKey: 'sigk',
+  aiCall: 'aic',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

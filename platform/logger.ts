@@ -114,8 +114,12 @@ export function serializeError(error: Error, depth = 0): Record<string, unknown>
 const SECRET_FIELD = new RegExp(String.raw`"(${SECRET_NAMES.join('|')})":(?:"(?:[^"\\]|\\.)*"|-?[\d.eE+-]+)`, 'g');
 const KEY_TEXT = /\b(bp_(?:rk_)?(?:live|test)_|whsec_)[A-Za-z0-9+/=]{6,}/g;
 const BEARER = /\b(Bearer\s+)[^\s"\\]+/gi;
-/** 13 or more digits, single spaces or dashes between them; a bare JSON number whole (sign, fraction, exponent). */
-const DIGIT_RUN = /-?(?:\d+\.)?\d(?:[ -]?\d){12,}(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
+/**
+ * 13 or more digits, single spaces or dashes between them; a bare JSON number whole (sign, fraction,
+ * exponent). Not inside a word: the digits of a hex id (a trace id, a hash) are no card number,
+ * however Luhn-valid.
+ */
+const DIGIT_RUN = /(?<![0-9A-Za-z])-?(?:\d+\.)?\d(?:[ -]?\d){12,}(?:\.\d+)?(?:[eE][+-]?\d+)?(?![0-9A-Za-z])/g;
 
 /** Redaction by shape over the finished line (keys and card numbers can hide in any text: a message, an error). */
 function scrubSecrets(line: string): string {

@@ -6,7 +6,7 @@ export interface TemporalHandle {
   client: Client;
   connection: Connection;
   namespace: string;
-  /** The task queue of an area (`<TASK_QUEUE_PREFIX><area>`): its workflows and activities run there. */
+  /** The task queue of an area (`<TASK_QUEUE_PREFIX><area>`, see taskQueueName): its workflows and activities run there. */
   taskQueue(area: string): string;
   /** Throws 503 service_unavailable when Temporal cannot be reached (checked at most every 2 s). */
   ensureAvailable(): Promise<void>;
@@ -15,15 +15,19 @@ export interface TemporalHandle {
   close(): Promise<void>;
 }
 
-export function taskQueueName(prefix: string, area: string): string {
-  return `${prefix}${area}`;
+/** How areas map to task queues (TEMPORAL_TASK_QUEUES): one queue each, or one for all. */
+export type TaskQueueLayout = 'per-area' | 'single';
+
+/** The task queue an area's workflows and activities run on: `<prefix><area>`, or `<prefix>all` in the single layout. */
+export function taskQueueName(prefix: string, area: string, layout: TaskQueueLayout = 'per-area'): string {
+  return layout === 'single' ? `${prefix}all` : `${prefix}${area}`;
 }
 
 /**
  * One Temporal client per process. The connection is lazy: the API starts (and serves what does
  * not need Temporal) while Temporal is down, and endpoints that need it answer 503 until it is back.
  */
-export function createTemporalHandle(opts: { address: string; namespace: string; taskQueuePrefix: string }): TemporalHandle {
+export function createTemporalHandle(opts: { address: string; namespace: string; taskQueuePrefix: string; taskQueueLayout?: TaskQueueLayout }): TemporalHandle {
   const connection = Connection.lazy({ address: opts.address, connectTimeout: '3s' });
   const client = new Client({ connection, namespace: opts.namespace, interceptors: clientInterceptors() });
   // Last known reachability. While Temporal is known to be up, a stale answer is refreshed in the
@@ -52,7 +56,7 @@ export function createTemporalHandle(opts: { address: string; namespace: string;
     client,
     connection,
     namespace: opts.namespace,
-    taskQueue: (area) => taskQueueName(opts.taskQueuePrefix, area),
+    taskQueue: (area) => taskQueueName(opts.taskQueuePrefix, area, opts.taskQueueLayout),
     async ensureAvailable() {
       if (Date.now() - lastCheck > 2000) {
         const probe = refresh();
@@ -66,7 +70,7 @@ export function createTemporalHandle(opts: { address: string; namespace: string;
         const res = await connection.withDeadline(Date.now() + 2000, () =>
           connection.workflowService.describeTaskQueue({
             namespace: opts.namespace,
-            taskQueue: { name: taskQueueName(opts.taskQueuePrefix, area) },
+            taskQueue: { name: taskQueueName(opts.taskQueuePrefix, area, opts.taskQueueLayout) },
             taskQueueType: 1, // TASK_QUEUE_TYPE_WORKFLOW
           }));
         return { reachable: true, workerPolling: (res.pollers?.length ?? 0) > 0 };

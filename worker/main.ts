@@ -14,7 +14,7 @@ const config = loadConfigOrExit();
 const logger = createLogger(config.LOG_LEVEL, { service: 'worker' });
 const address = requireSetting(config, 'TEMPORAL_ADDRESS');
 const orm = await createOrm({ url: requireSetting(config, 'DATABASE_URL'), poolMax: config.DATABASE_POOL_MAX, statementTimeoutMs: 30_000 });
-const temporal = createTemporalHandle({ address, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX });
+const temporal = createTemporalHandle({ address, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX, taskQueueLayout: config.TEMPORAL_TASK_QUEUES });
 const workers = await startWorkers({
   address, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX, orm, logger, logLevel: config.LOG_LEVEL,
 });

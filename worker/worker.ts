@@ -146,20 +146,24 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
     ...platform,
     ...buildServices(platform, opts.services),
     temporal: client,
-    taskQueue: (area: string) => taskQueueName(opts.taskQueuePrefix, area),
+    taskQueue: (area: string) => taskQueueName(opts.taskQueuePrefix, area, config.TEMPORAL_TASK_QUEUES),
     eventConsumers,
     customerMetrics,
   };
   const areas = opts.areas ? workerAreas.filter((area) => opts.areas!.includes(area.name)) : workerAreas;
-  const queues = areas.map((area) => taskQueueName(opts.taskQueuePrefix, area.name));
+  // Per area: one worker on each area's queue. Single: one worker with every area's activities.
+  const pollers = config.TEMPORAL_TASK_QUEUES === 'single'
+    ? [{ queue: deps.taskQueue('all'), activities: mergeActivities(areas.map((area) => [area.name, activitiesOf(area, deps)] as const)) }]
+    : areas.map((area) => ({ queue: deps.taskQueue(area.name), activities: activitiesOf(area, deps) }));
+  const queues = pollers.map((p) => p.queue);
   const workers = await Promise.all(
-    areas.map((area, i) =>
+    pollers.map(({ queue, activities }) =>
       Worker.create({
         connection,
         namespace: opts.namespace,
-        taskQueue: queues[i]!,
+        taskQueue: queue,
         workflowBundle: bundle,
-        activities: activitiesOf(area, deps),
+        activities,
         interceptors: { activity: [...ACTIVITY_INTERCEPTORS] },
         sinks: { exporter: workflowSpans },
         shutdownGraceTime: '10s',
@@ -173,8 +177,11 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   if (opts.startPolling) await opts.startPolling;
   const done = Promise.all(workers.map((w) => w.run())).then(() => undefined);
   const eventDispatch = await startEventDispatchTrigger({
-    orm: opts.orm, client, taskQueuePrefix: opts.taskQueuePrefix, sweepMs: config.EVENT_DISPATCH_SWEEP_MS,
+    orm: opts.orm, client, taskQueuePrefix: opts.taskQueuePrefix, taskQueue: deps.taskQueue('platform'), sweepMs: config.EVENT_DISPATCH_SWEEP_MS,
     workflowTaskTimeoutMs: config.EVENT_WORKFLOW_TASK_TIMEOUT_MS, logger: opts.logger,
+    // The dispatcher makes webhooks' first attempts: a worker lost in one is noticed like one lost
+    // in a retry, but not sooner than 5 s (a pass also plans and starts, between heartbeats).
+    heartbeatTimeoutMs: Math.max(5000, config.WEBHOOK_HEARTBEAT_TIMEOUT_MS),
   });
   opts.logger.info('workers polling', { queues });
   let stopping: Promise<void> | null = null;
@@ -191,4 +198,19 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
       return stopping;
     },
   };
+}
+
+/** Every area's activities on one worker (the single task-queue layout): a name two areas use is an error, not a shadow. */
+function mergeActivities(byArea: readonly (readonly [string, Record<string, unknown>])[]): Record<string, unknown> {
+  const merged: Record<string, unknown> = {};
+  const owner = new Map<string, string>();
+  for (const [area, activities] of byArea) {
+    for (const [name, fn] of Object.entries(activities)) {
+      const other = owner.get(name);
+      if (other) throw new Error(`activity ${name} is registered by both the ${other} and the ${area} areas; the single task-queue layout needs unique names`);
+      owner.set(name, area);
+      merged[name] = fn;
+    }
+  }
+  return merged;
 }

@@ -2,6 +2,7 @@ import { initTRPC, TRPCError } from '@trpc/server';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { ApiError } from '../../platform/errors.ts';
+import { safeErrorShape } from '../../platform/trpc-errors.ts';
 import type { TemporalHandle } from '../../platform/temporal.ts';
 
 /**
@@ -66,26 +67,13 @@ export function createContextInner(ctx: AdminContext): AdminContext {
   return ctx;
 }
 
-/**
- * An error whose message may not be shown to the caller: anything unexpected (a database error
- * carries its SQL, a programming error its internals). Domain errors (ApiError) and the errors the
- * procedures and middlewares raise on purpose are safe.
- */
-export function isUnexpectedAdminError(error: TRPCError): boolean {
-  return error.code === 'INTERNAL_SERVER_ERROR' && !(error.cause instanceof ApiError);
-}
-
 const t = initTRPC.context<AdminContext>().create({
   isDev: false,
   // Never a stack trace or a cause in an answer; an unexpected error's message is replaced by a
   // generic one quoting the request id, under which the HTTP adapter logs the details.
   errorFormatter({ shape, error, ctx }) {
-    const data: Record<string, unknown> = { ...shape.data, requestId: ctx?.requestId ?? null };
-    delete data.stack;
-    const message = isUnexpectedAdminError(error)
-      ? `Internal error${ctx?.requestId ? ` (request id ${ctx.requestId})` : ''}; the details are in the server log.`
-      : shape.message;
-    return { code: shape.code, message, data };
+    return safeErrorShape({ shape, error, requestId: ctx?.requestId ?? null },
+      (id) => `Internal error${id ? ` (request id ${id})` : ''}; the details are in the server log.`);
   },
 });
 

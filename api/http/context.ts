@@ -26,6 +26,8 @@ export interface RequestState {
   beforeSend?: (status: number, headers: Record<string, string>, body: Buffer) => Promise<void>;
   /** Set by admission: gives the concurrency slot back (before the response is written). */
   release?: () => Promise<void>;
+  /** The problem document answered, if any (kept in the request log for the dashboard). */
+  problem?: Record<string, unknown>;
 }
 
 export function state(res: Response): RequestState {

@@ -65,6 +65,7 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
   payment_not_refundable: doc(409, 'Conflict', 'Only a succeeded payment can be refunded.', 'Refund the payment once it has succeeded.'),
   refund_exceeds_remaining: doc(422, 'Refund Exceeds Remaining Amount', 'The refund is larger than what is left to refund on the payment.', 'Refund at most the `remaining` amount.'),
   refund_failed: doc(422, 'Refund Failed', 'The gateway refused the refund.', 'Read `detail`; retry later or refund by another means.'),
+  transfers_not_supported: doc(422, 'Transfers Not Supported', 'No gateway this marketplace split could go to makes transfers (Adyen and PayPal make none here), or the customer\'s saved card belongs to one that makes none; `detail` says which.', 'Add a routing rule naming a gateway with transfers (sandbox, stripe), or send a payment_method with the split.'),
   transfer_failed: doc(422, 'Transfer Failed', 'The gateway refused a marketplace transfer.', 'Check the connected account ids and amounts, then retry.'),
 
   // Shipping
@@ -84,7 +85,7 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
   already_approved: doc(409, 'Conflict', 'This key already approved the purchase order at an earlier level; each level needs a different approver.', 'Ask a different approver for the next level.'),
   approver_not_assigned: doc(403, 'Forbidden', 'An operator assigned the pending approval level to another key.', 'Ask the assigned approver, or have the step reassigned.'),
   three_way_match_failed: doc(422, 'Unprocessable Content', 'The vendor bill differs from the received value of the order by more than the match tolerance.', 'Check the bill against the receipts; get a corrected bill or record the missing receipt.'),
-  no_test_clock: doc(409, 'Conflict', 'The purchase order runs on real time; it has no test clock to advance.', 'Create the order in test mode with test_clock_time.'),
+  no_test_clock: doc(409, 'Conflict', 'The resource (a purchase order, a warehouse transfer, a cycle count) runs on real time; it has no test clock to advance.', 'Create it in test mode with test_clock_time.'),
   vendor_rejected: doc(422, 'Vendor Rejected', 'The vendor refused the purchase order.', 'Choose another vendor, or contact this one.'),
   // Rewards
   insufficient_points: doc(409, 'Conflict', 'The customer\'s available points (`points_balance`) do not cover the redemption, or a shortfall from reversed points (`shortfall_points`) blocks redemptions until earned back.', 'Redeem a cheaper reward, or award more points first.'),
@@ -97,6 +98,7 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
   report_expired: doc(410, 'Gone', 'The report\'s file was deleted at the end of its retention period.', 'Generate the report again.'),
   download_url_invalid: doc(403, 'Forbidden', 'The signature of the download URL does not match this report.', 'Use the download_url of GET /v3/analytics/reports/{id} unchanged.'),
   download_url_expired: doc(403, 'Forbidden', 'The download URL has expired.', 'Get a fresh download_url from GET /v3/analytics/reports/{id}.'),
+  download_url_unsigned: doc(401, 'Unauthorized', 'A report link outside /v3 carries no signature (and such links take no API key).', 'Use the download_url of GET /v3/analytics/reports/{id} unchanged, or GET /v3/analytics/reports/{id}/download with an API key.'),
 
   // Webhooks
   webhook_url_forbidden: doc(422, 'Validation Failed', 'The webhook URL points at a private, loopback or otherwise forbidden address.', 'Use a public HTTPS URL.'),
@@ -120,6 +122,19 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
   messaging_app_not_found: doc(404, 'Not Found', 'No messaging app by that name; `messaging_apps` lists them.', 'Use whatsapp, sms or messenger.'),
   outside_service_window: doc(422, 'Outside Service Window', 'Free text on WhatsApp and Messenger is allowed only within 24 hours of the recipient\'s last message.', 'Send an approved template instead, or wait for the recipient to write.'),
   signature_invalid: doc(401, 'Unauthorized', 'An inbound message was not signed with the receiving number\'s inbound_secret, or its timestamp is too old.', 'Sign `webhook-id.webhook-timestamp.body` with the number\'s inbound_secret (Standard Webhooks).'),
+  // Identity: dashboard sign-in and OAuth access tokens
+  sign_in_failed: doc(401, 'Unauthorized', 'The email or password is wrong, or the user is no member of the account named (one answer for all three).', 'Check the email and password; an account owner can add you as a member.'),
+  sign_in_throttled: doc(429, 'Too Many Requests', 'Too many failed sign-ins for this email or from this address in the current window.', 'Wait the seconds in `Retry-After` before trying again.'),
+  session_required: doc(401, 'Unauthorized', 'No valid dashboard session: not signed in, or the session expired, went idle or was revoked.', 'Sign in with POST /dashboard/session.'),
+  csrf_token_invalid: doc(403, 'Forbidden', 'A state-changing dashboard request lacked the session\'s X-CSRF-Token header, or sent another value.', 'Send the csrf_token from the sign-in answer in the X-CSRF-Token header.'),
+  user_exists: doc(409, 'Conflict', 'A dashboard user with this email already exists.', 'Add the existing user to the account as a member instead.'),
+  member_exists: doc(409, 'Conflict', 'The user is already a member of this account.', 'Change the member\'s role instead.'),
+  last_owner: doc(409, 'Conflict', 'The change would leave the account without an owner.', 'Make another member an owner first.'),
+  // AI (/v3/ai)
+  ai_not_configured: doc(503, 'Service Unavailable', 'No language-model provider is configured on this server (a configuration problem: retrying will not help until it is set).', 'Set AI_PROVIDER (openai or openai-compatible), AI_MODEL and AI_API_KEY (or OPENAI_API_KEY), plus AI_BASE_URL for an OpenAI-compatible server; see docs/ai.md.'),
+  ai_budget_exceeded: doc(429, 'Too Many Requests', 'The API key used its monthly token budget for /v3/ai (tokens in and out, per calendar month in UTC); `Retry-After` is the time until the month ends.', 'Wait for the next month, use another key, or raise AI_MONTHLY_TOKEN_BUDGET; GET /v3/ai/usage shows what is left.'),
+  ai_provider_unavailable: doc(503, 'Service Unavailable', 'The language-model provider failed, refused or did not answer in time; nothing was changed.', 'Retry after the seconds in `Retry-After`.'),
+  ai_invalid_output: doc(502, 'Bad Gateway', 'The language model answered with output that does not match the documented structure, even after validation; nothing was changed.', 'Retry the request; if it keeps failing, try another model (AI_MODEL).'),
   internal_error: doc(500, 'Internal Server Error', 'Something went wrong on our side; the request was not completed.', 'Retry with the same Idempotency-Key; if it keeps failing, contact support with the request_id.'),
 };
 

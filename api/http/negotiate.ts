@@ -44,6 +44,12 @@ export function acceptsAny(accept: string | undefined, types: readonly string[])
   return new Negotiator({ headers: { accept } }).mediaTypes([...types]).length > 0;
 }
 
+/** The one of `types` that `accept` prefers (q-values, then specificity, then the order given); none acceptable: undefined. */
+export function prefersMediaType(accept: string | undefined, types: readonly string[]): string | undefined {
+  if (!accept) return types[0];
+  return new Negotiator({ headers: { accept } }).mediaTypes([...types])[0];
+}
+
 /** 406: nothing this server (or this route) answers is acceptable. */
 export function notAcceptable(accept: string | undefined, answers = 'Accept: application/json (the default) or Accept: application/xml'): ApiError {
   return new ApiError({

@@ -18,6 +18,11 @@ export function problemType(req: Request, code: string): string {
 }
 
 export async function sendProblem(req: Request, res: Response, err: ApiError): Promise<void> {
+  await sendDocument(res, err.status, problemDocument(req, res, err), { headers: err.headers, problem: true });
+}
+
+/** The RFC 9457 document for an error (also sent as a stream's last event, e.g. /v3/ai/ask over SSE). */
+export function problemDocument(req: Request, res: Response, err: ApiError): Record<string, unknown> {
   const problem: Record<string, unknown> = {
     type: problemType(req, err.code),
     title: err.title,
@@ -31,7 +36,8 @@ export async function sendProblem(req: Request, res: Response, err: ApiError): P
   // Extension members add to the standard ones, never replace them (`status` stays the HTTP status).
   for (const [name, value] of Object.entries(err.extensions)) if (!(name in problem)) problem[name] = value;
   if (err.errors) problem.errors = err.errors;
-  await sendDocument(res, err.status, problem, { headers: err.headers, problem: true });
+  state(res).problem = problem; // the request log keeps it
+  return problem;
 }
 
 /** Maps anything thrown to a problem document; a 500 never shows a stack trace or SQL. */

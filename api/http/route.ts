@@ -47,7 +47,7 @@ export interface HandlerResult {
   status?: number;
   body: unknown;
   headers?: Record<string, string>;
-  /** A binary answer (a GET with `produces`, e.g. a PDF): sent as is instead of `body`. */
+  /** A binary answer (a route with `binary`, e.g. a PDF): sent as is instead of `body`, typed with the route's first media type unless `headers` names another. */
   raw?: Buffer;
 }
 
@@ -67,8 +67,6 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
   query?: z.ZodType<Q>;
   params?: z.ZodType<P>;
   response: z.ZodType;
-  /** The success answer is this binary media type (`raw`), not a JSON/XML document, e.g. application/pdf. */
-  produces?: string;
   status: number;
   /**
    * Further statuses the handler itself answers, for the OpenAPI document: with `schema`, a JSON
@@ -76,8 +74,18 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
    */
   responses?: Record<number, { description: string; schema?: z.ZodType }>;
   bodyLimit?: number;
-  /** The success body is not a JSON document but bytes of this media type (the handler writes them). */
+  /**
+   * The success body is not a JSON/XML document but bytes of one of these media types: the handler
+   * returns them as `raw` (sent with the first type) or writes them itself (a stream). A client whose
+   * Accept admits only these types reaches the route; the OpenAPI document lists them.
+   */
   binary?: { mediaType: string | readonly string[]; description: string };
+  /**
+   * The success answer may also be a stream of this media type (text/event-stream) when the
+   * client's Accept prefers it; the handler negotiates (`prefersMediaType`) and writes the stream
+   * itself. The JSON document stays the default.
+   */
+  stream?: { mediaType: string; description: string };
   /**
    * The endpoint starts or talks to workflows: answer 503 at once while Temporal is down, and give
    * its Temporal calls a deadline (`TEMPORAL_CALL_TIMEOUT_MS`, plus `temporalWaitMs`) after which
@@ -163,7 +171,7 @@ export function routeDispatcher(routes: RouteSpec<any, any, any>[], deps: AppDep
     const result = spec.temporal
       ? await deps.temporal.connection.withDeadline(Date.now() + deps.config.TEMPORAL_CALL_TIMEOUT_MS + (spec.temporalWaitMs?.(deps) ?? 0), run)
       : await run();
-    if (spec.produces && result.raw) return writeRaw(res, result.status ?? spec.status, { 'Content-Type': spec.produces, ...result.headers }, result.raw);
+    if (spec.binary && result.raw) return writeRaw(res, result.status ?? spec.status, { 'Content-Type': binaryMediaTypes(spec)[0]!, ...result.headers }, result.raw);
     await sendDocument(res, result.status ?? spec.status, result.body, { headers: result.headers });
   };
   const dispatch = (req: Request, res: Response, next: NextFunction): void => {
@@ -182,9 +190,8 @@ export function routeDispatcher(routes: RouteSpec<any, any, any>[], deps: AppDep
   return Object.assign(dispatch, { table });
 }
 
-/** The binary media types a route answers on success (`produces` or `binary`); none for a JSON/XML route. */
-export function binaryMediaTypes(spec: Pick<RouteSpec<any, any, any>, 'produces' | 'binary'>): string[] {
-  if (spec.produces) return [spec.produces];
-  if (spec.binary) return typeof spec.binary.mediaType === 'string' ? [spec.binary.mediaType] : [...spec.binary.mediaType];
-  return [];
+/** The non-JSON media types a route answers on success (its `binary` or `stream` option); none for a JSON/XML route. */
+export function binaryMediaTypes(spec: Pick<RouteSpec<any, any, any>, 'binary' | 'stream'>): string[] {
+  if (spec.stream) return [spec.stream.mediaType];
+  return spec.binary ? [spec.binary.mediaType].flat() : [];
 }

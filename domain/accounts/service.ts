@@ -189,9 +189,10 @@ export async function listKeys(orm: MikroORM, accountId?: string): Promise<KeyVi
   return keys.map(keyView);
 }
 
-export async function revokeKey(orm: MikroORM, keyId: string): Promise<KeyView> {
+/** `accountId`, when given, confines the call to that account's keys (another account's key is not found). */
+export async function revokeKey(orm: MikroORM, keyId: string, accountId?: string): Promise<KeyView> {
   const em = orm.em.fork();
-  const key = await em.findOne(ApiKey, { id: keyId });
+  const key = await em.findOne(ApiKey, accountId ? { id: keyId, accountId } : { id: keyId });
   if (!key) throw notFound('API key', keyId);
   if (key.status === 'revoked') {
     throw new ApiError({
@@ -216,4 +217,41 @@ export async function keyUsage(orm: MikroORM, keyId: string): Promise<KeyUsage> 
     average_response_ms: Math.round((Number(row.totalDurationMs) / row.requests) * 100) / 100,
     success_rate: Math.round(((row.requests - row.errors) / row.requests) * 10_000) / 10_000,
   };
+}
+
+/** The longest a rolled key keeps working next to its replacement. */
+export const MAX_ROLL_OVERLAP_MS = 7 * 86_400_000;
+
+/**
+ * Rolls a key: a new key with the same name, type, mode and permissions, and the old one expires
+ * after `overlapMs` (0: at once), so callers can switch without an outage. The old key's own
+ * earlier expiry, if any, is kept; the new key's secret is returned once.
+ */
+export async function rollKey(
+  orm: MikroORM, input: { keyId: string; accountId: string; overlapMs: number }, now = new Date(),
+): Promise<{ rolled: KeyView; created: KeyView & { secret: string } }> {
+  if (!Number.isInteger(input.overlapMs) || input.overlapMs < 0 || input.overlapMs > MAX_ROLL_OVERLAP_MS) {
+    throw validationFailed([{ path: 'overlap', message: `must be between 0 and ${MAX_ROLL_OVERLAP_MS / 3_600_000} hours` }]);
+  }
+  return orm.em.fork().transactional(async (em) => {
+    const old = await em.findOne(ApiKey, { id: input.keyId, accountId: input.accountId });
+    if (!old) throw notFound('API key', input.keyId);
+    if (old.status === 'revoked' || (old.expiresAt && old.expiresAt <= now)) {
+      throw new ApiError({
+        status: 409, code: 'invalid_state_transition', title: 'Conflict',
+        detail: `API key ${input.keyId} no longer works, so there is nothing to roll.`, suggestion: 'Create a new key instead.',
+        extensions: { current_state: old.status === 'revoked' ? 'revoked' : 'expired' },
+      });
+    }
+    const until = new Date(now.getTime() + input.overlapMs);
+    if (!old.expiresAt || old.expiresAt > until) old.expiresAt = until;
+    const text = generateKeyText(old.type, old.livemode);
+    const created = em.create(ApiKey, {
+      id: newId('apiKey'), accountId: old.accountId, name: old.name, type: old.type, livemode: old.livemode,
+      keyHash: hashKey(text), masked: maskKey(text), permissions: [...old.permissions], status: 'active',
+      lastUsedAt: null, expiresAt: null, revokedAt: null,
+    });
+    await em.flush();
+    return { rolled: keyView(old), created: { ...keyView(created), secret: text } };
+  });
 }

@@ -3,3 +3,5 @@ export { Customer } from './entities.ts';
 export { checkCustomers, customerView } from './service.ts';
 export { customerExample } from './events.ts';
 export { CUSTOMER_TYPES, customerSchema, type CustomerView } from './schemas.ts';
+/** Read-only search of customers (the /v3/ai tools read through it). */
+export { listCustomers, type CustomerFilters } from './service.ts';

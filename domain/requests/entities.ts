@@ -14,6 +14,8 @@ export const RequestLog = defineEntity({
     path: p.text(),
     status: p.smallint(),
     durationMs: p.double(),
+    /** The problem document answered, for failed requests (the dashboard shows it). */
+    problem: p.json<Record<string, unknown>>().nullable(),
     createdAt: p.datetime(),
   },
 });

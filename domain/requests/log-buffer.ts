@@ -11,6 +11,8 @@ export interface RequestLogEntry {
   status: number;
   durationMs: number;
   createdAt: Date;
+  /** The problem document answered, when the request failed. */
+  problem?: Record<string, unknown> | null;
 }
 
 /**
@@ -98,15 +100,16 @@ export class RequestLogBuffer {
       status: batch.map((e) => e.status),
       duration_ms: batch.map((e) => e.durationMs),
       created_at: batch.map((e) => e.createdAt.toISOString()),
+      problem: batch.map((e) => (e.problem ? JSON.stringify(e.problem) : null)),
     };
     try {
       await this.pool.query(
         `with rows as (
            select * from unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::text[],
-                                $7::smallint[], $8::float8[], $9::timestamptz[])
-             as t(request_id, account_id, api_key_id, livemode, method, path, status, duration_ms, created_at)
+                                $7::smallint[], $8::float8[], $9::timestamptz[], $10::jsonb[])
+             as t(request_id, account_id, api_key_id, livemode, method, path, status, duration_ms, created_at, problem)
          ), logged as (
-           insert into request_logs (request_id, account_id, api_key_id, livemode, method, path, status, duration_ms, created_at)
+           insert into request_logs (request_id, account_id, api_key_id, livemode, method, path, status, duration_ms, created_at, problem)
            select * from rows
          )
          insert into api_key_daily_usage as u (api_key_id, day, requests, errors, total_duration_ms)

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { RouteSpec } from '../../api/http/route.ts';
+import { requireNonBlank } from '../../api/openapi.ts';
 import { eventCatalog, v3Routes } from '../../domain/registry.ts';
 import { MARKETPLACES } from '../../domain/commerce/marketplaces.ts';
 import { SUPPORTED_CURRENCIES } from '../../domain/money.ts';
@@ -70,7 +71,8 @@ function objectOf(schema: Schema, root: Schema, depth: number): fc.Arbitrary<unk
   const names = Object.keys(properties);
   if (!names.length && schema.additionalProperties && typeof schema.additionalProperties === 'object') {
     // A map (e.g. metadata): a few entries with keys of the propertyNames schema.
-    const keys = schema.propertyNames ? arbitraryOf({ type: 'string', ...schema.propertyNames }, root, depth + 1) : fc.string({ minLength: 1, maxLength: 12 });
+    // Past the depth limit arbitraryOf gives only null, which no key filter accepts: plain keys there.
+    const keys = schema.propertyNames && depth < 6 ? arbitraryOf({ type: 'string', ...schema.propertyNames }, root, depth + 1) : fc.string({ minLength: 1, maxLength: 12 });
     return fc.dictionary(keys.filter((k): k is string => typeof k === 'string' && k !== '__proto__'),
       arbitraryOf(schema.additionalProperties, root, depth + 1), { maxKeys: depth > 2 ? 1 : 3 });
   }
@@ -89,7 +91,7 @@ function stringOf(schema: Schema): fc.Arbitrary<string> {
     arb = fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2099-12-31T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10));
   } else if (schema.format === 'uri') {
     arb = fc.webUrl({ validSchemes: ['https'] });
-  } else if (typeof schema.pattern === 'string') {
+  } else if (typeof schema.pattern === 'string' && schema.pattern.startsWith('^')) {
     // zod anchors its patterns (email included); the generated strings match them by construction.
     arb = fc.stringMatching(new RegExp(schema.pattern));
   } else if (schema.format === 'email') {
@@ -97,7 +99,10 @@ function stringOf(schema: Schema): fc.Arbitrary<string> {
   } else {
     arb = fc.string({ minLength, maxLength: Math.max(minLength, Math.min(maxLength, SHORT)) });
   }
-  return arb.filter(fits);
+  // An unanchored pattern (`\S`: not blank) is a filter on strings of the right length: generating
+  // from it would pad it with text of any length, which the length filter then rejects for ever.
+  const unanchored = typeof schema.pattern === 'string' && !schema.pattern.startsWith('^') ? new RegExp(schema.pattern) : undefined;
+  return arb.filter((s) => fits(s) && (!unanchored || unanchored.test(s)));
 }
 
 function integerOf(schema: Schema): fc.Arbitrary<number> {
@@ -131,7 +136,7 @@ const PARAM_PREFIX: Record<string, string> = {
   rule_id: ID_PREFIX.automationRule, task_id: ID_PREFIX.task, webhook_id: ID_PREFIX.webhookEndpoint, delivery_id: ID_PREFIX.webhookDelivery,
 };
 
-const jsonSchema = (schema: z.ZodType): Schema => z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Schema;
+const jsonSchema = (schema: z.ZodType): Schema => z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', override: requireNonBlank }) as Schema;
 
 /** The route's path with its parameters filled: the real customer or marketplace, else a well-formed unknown id (a 404 is a fine answer). */
 function pathOf(spec: RouteSpec<any, any, any>): string {
@@ -180,6 +185,9 @@ describe('every operation, with inputs generated from its own schemas', () => {
     await fc.assert(fc.asyncProperty(inputOf(spec), async (input) => {
       // The client throws when the answer does not match the OpenAPI document.
       const res = await send(spec, input);
+      // This server has no language-model provider: /v3/ai answers its documented configuration 503
+      // to any valid input (docs/ai.md); bad input is still refused with a 4xx before it.
+      if (res.status === 503 && res.body?.code === 'ai_not_configured' && spec.path.startsWith('/v3/ai/')) return;
       expect(res.status, `${label(spec)} answered ${res.status}: ${res.text}`).toBeLessThan(500);
       if (res.status >= 400) expect(typeof res.body?.code, res.text).toBe('string');
     }), { numRuns: spec.body ? 8 : 4 });
@@ -192,7 +200,7 @@ describe('valid inputs are accepted', () => {
   const bodyOf = (path: string) => arbitraryOf(jsonSchema(route('post', path).body!)) as fc.Arbitrary<Record<string, unknown>>;
   const nonBlank = fc.string({ minLength: 1, maxLength: SHORT }).filter((s) => s.trim().length > 0);
 
-  // The JSON Schema does not carry the schemas' refinements (a trimmed name, a customer needs an
+  // The JSON Schema does not carry the schemas' refinements (a customer needs an
   // email or a name, a supported currency, a plan needs an amount or usage pricing, a webhook's
   // https url, known event kinds and whsec_ secret), so the generated body is completed with values
   // that meet them; everything else comes from the schema. A plan's `usage` (graduated tiers,

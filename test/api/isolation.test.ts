@@ -121,6 +121,8 @@ const BODIES: Record<string, unknown> = {
   'post /v3/warehouses/{warehouse_id}/movements': { sku: 'ISO-SKU', quantity: 1 },
   'post /v3/warehouses/transfers/{transfer_id}/receive': { items: [{ sku: 'ISO-SKU', quantity: 1 }] },
   'post /v3/warehouses/cycle-counts/{cycle_count_id}/counts': { counts: [{ sku: 'ISO-SKU', quantity: 1 }] },
+  'post /v3/warehouses/transfers/{transfer_id}/test_clock/advance': { frozen_time: '2030-01-01T00:00:00Z' },
+  'post /v3/warehouses/cycle-counts/{cycle_count_id}/test_clock/advance': { frozen_time: '2030-01-01T00:00:00Z' },
   'post /v3/customers/{customer_id}/interactions': { type: 'call', direction: 'inbound', notes: 'hijack' },
   'post /v3/customers/{customer_id}/touchpoints': { type: 'website_visit', source: 'hijack' },
   'patch /v3/crm/tasks/automation/{rule_id}': { enabled: false },
@@ -194,7 +196,8 @@ describe('cross-account and cross-mode isolation of every resource route', () =>
     const snapshot = async () => Promise.all(reads.map(async (r) => {
       const res = await http(fill(r.path, ids), { key: owner });
       expect(res.status, `${r.method} ${r.path} for its owner: ${res.text}`).toBe(200);
-      const { computed_at: _, ...state } = res.body; // the journey is computed per read
+      // Computed per read: the journey's time, and a report's signed link (its expiry moves with the clock's hour).
+      const { computed_at: _, download_url: _url, download_url_expires_at: _expires, ...state } = res.body;
       return state;
     }));
     const before = await snapshot();

@@ -4,12 +4,12 @@ import { createCallerFactory, createContextInner } from '../../api/admin/trpc.ts
 import { permissionScopes } from '../../domain/registry.ts';
 import { statusRank } from '../../workflows/communications/shared.ts';
 import type { TestPlatform } from '../support/platform.ts';
-import { usePlatform, type Http } from '../support/use-platform.ts';
+import { useEnv, usePlatform, type Http } from '../support/use-platform.ts';
 import { searchAttributesWhen } from '../support/search-attributes.ts';
 import { ENDED, TO, provision, waitForCall } from './support.ts';
 
 // 20 ms of real time per second of sandbox call time: a 30-second call takes 0.7 s.
-process.env.COMMUNICATIONS_SANDBOX_SECOND_MS = '20';
+useEnv({ COMMUNICATIONS_SANDBOX_SECOND_MS: '20' });
 
 let platform: TestPlatform;
 let http: Http;

@@ -3,10 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { signInbound } from '../../domain/communications/messages.ts';
 import { advance, newClock } from '../billing/support.ts';
 import type { TestPlatform } from '../support/platform.ts';
-import { usePlatform, type Http } from '../support/use-platform.ts';
+import { useEnv, usePlatform, type Http } from '../support/use-platform.ts';
 import { TO, provision, waitFor } from './support.ts';
 
-process.env.COMMUNICATIONS_SANDBOX_SECOND_MS = '20';
+useEnv({ COMMUNICATIONS_SANDBOX_SECOND_MS: '20' });
 
 let platform: TestPlatform;
 let http: Http;

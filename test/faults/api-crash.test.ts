@@ -6,6 +6,7 @@ import { openShop, orderBody, stockOf, stockedProduct, type Shop } from '../comm
 import { client } from '../support/http.ts';
 import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
 import { workerProcesses } from '../support/worker-processes.ts';
+import { LIVENESS_LOCK_CLASS } from '../../domain/idempotency/store.ts';
 
 // An API killed between its idempotency claim and its answer, and an answer lost to a Temporal
 // deadline: the retry with the same key returns the one resource that was created, at once.
@@ -35,10 +36,11 @@ afterAll(async () => {
 });
 
 /** An API process that does the work of a request with an Idempotency-Key and then waits, never answering. */
-async function holdingApi(): Promise<{ child: ChildProcess; url: string; holding: Promise<void> }> {
+async function holdingApi(): Promise<{ child: ChildProcess; url: string; holding: Promise<void>; instancesBefore: number }> {
+  const instancesBefore = await liveInstances();
   const child = spawn(process.execPath, [fileURLToPath(new URL('../support/api-process.ts', import.meta.url))], {
     env: {
-      ...process.env, DATABASE_URL: platform.dbUrl, TEMPORAL_ADDRESS: platform.config.TEMPORAL_ADDRESS, TASK_QUEUE_PREFIX: platform.taskQueuePrefix,
+      ...process.env, DATABASE_URL: platform.dbUrl, TEMPORAL_ADDRESS: platform.config.TEMPORAL_ADDRESS, TASK_QUEUE_PREFIX: platform.taskQueuePrefix, TEMPORAL_TASK_QUEUES: platform.config.TEMPORAL_TASK_QUEUES,
       LOG_LEVEL: 'warn', API_HOLD_BEFORE_ANSWER: '1',
     },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -56,13 +58,31 @@ async function holdingApi(): Promise<{ child: ChildProcess; url: string; holding
     });
     child.once('exit', (code, signal) => reject(new Error(`api process exited (${code ?? signal}) before it listened`)));
   });
-  return { child, url, holding };
+  return { child, url, holding, instancesBefore };
 }
 
-async function kill(child: ChildProcess): Promise<void> {
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGKILL');
+/** The API instances alive now: each holds a liveness advisory lock (domain/idempotency/liveness.ts). */
+async function liveInstances(): Promise<number> {
+  const [row] = await platform.sql<{ n: number }>(
+    `select count(*)::int as n from pg_locks where locktype = 'advisory' and granted and classid = $1::oid
+        and database = (select oid from pg_database where datname = current_database())`,
+    [LIVENESS_LOCK_CLASS],
+  );
+  return row!.n;
+}
+
+/**
+ * Kills the API and waits until PostgreSQL has seen its connection go (the server drops the
+ * liveness lock a few milliseconds after the process dies), as a client's retry would find it.
+ */
+async function kill(crashed: { child: ChildProcess; instancesBefore: number }): Promise<void> {
+  const exited = new Promise((resolve) => crashed.child.once('exit', resolve));
+  crashed.child.kill('SIGKILL');
   await exited;
+  for (const until = Date.now() + 5000; await liveInstances() > crashed.instancesBefore;) {
+    if (Date.now() > until) throw new Error('the killed API still holds its liveness lock after 5 s');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 const timed = async <T>(f: () => Promise<T>): Promise<[T, number]> => {
@@ -102,7 +122,7 @@ describe('an API killed between claim and answer', () => {
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': 'crash-sub' };
     void fetch(`${crashed.url}/v3/subscriptions`, { method: 'POST', headers, body: JSON.stringify(body) }).catch(() => undefined);
     await crashed.holding;
-    await kill(crashed.child);
+    await kill(crashed);
     const [claim] = await platform.sql<{ state: string; resource_id: string }>(`select state, resource_id from idempotency_records where key = 'crash-sub'`);
     expect(claim).toMatchObject({ state: 'in_progress', resource_id: expect.stringMatching(/^sub_/) });
 
@@ -122,7 +142,7 @@ describe('an API killed between claim and answer', () => {
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': 'crash-order' };
     void fetch(`${crashed.url}/v3/orders`, { method: 'POST', headers, body: JSON.stringify(body) }).catch(() => undefined);
     await crashed.holding;
-    await kill(crashed.child);
+    await kill(crashed);
 
     const [retry, ms] = await timed(() => http('/v3/orders', { key, headers: { 'idempotency-key': 'crash-order' }, body }));
     expect(retry.status, retry.text).toBe(201);
@@ -141,7 +161,7 @@ describe('an API killed between claim and answer', () => {
     const retry = await http('/v3/subscriptions', { key, headers: { 'idempotency-key': 'live-owner' }, body });
     expect(retry.status, retry.text).toBe(409);
     expect(retry.body.code).toBe('idempotency_key_in_use');
-    await kill(held.child);
+    await kill(held);
     const after = await http('/v3/subscriptions', { key, headers: { 'idempotency-key': 'live-owner' }, body });
     expect(after.status, after.text).toBe(201);
   });

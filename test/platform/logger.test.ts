@@ -131,6 +131,13 @@ describe('redaction', () => {
     expect(split!.body.payment_method.card).toEqual({ number: REDACTED, cvc: REDACTED, exp_month: 12 });
   });
 
+  it('leaves hex ids whole: a Luhn-valid digit run inside a trace id is no card number', () => {
+    const { logger, lines } = memoryLogger();
+    const traceId = '6b93a00ae3fbd85403971317973f02ee'; // 85403971317973 passes the Luhn check
+    logger.info('request', { trace_id: traceId, note: `id ${traceId}x` });
+    expect(lines()[0]).toMatchObject({ trace_id: traceId, note: `id ${traceId}x` });
+  });
+
   it('keeps the line JSON when the card number is a bare number: negative, with a fraction or an exponent', () => {
     const { logger, out } = memoryLogger();
     logger.info('odd', { a: -4242424242424242, b: 4242424242424242.5, c: 4.242424242424242e21 });

@@ -2,17 +2,16 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { adminRouter } from '../../api/admin/router.ts';
 import { createCallerFactory, createContextInner } from '../../api/admin/trpc.ts';
 import { permissionScopes } from '../../domain/registry.ts';
-import { usePlatform, type Http } from '../support/use-platform.ts';
+import { useEnv, usePlatform, type Http } from '../support/use-platform.ts';
 import type { TestPlatform } from '../support/platform.ts';
 import { startFakeEasyPost } from './easypost-server.ts';
 import { DESTINATION, ORIGIN, PACKAGE, eventually, newClock, newOrder, ship, shipment, shipmentBody } from './support.ts';
 
 const easypost = await startFakeEasyPost();
-process.env.EASYPOST_API_KEY = easypost.apiKey;
-process.env.EASYPOST_API_BASE = easypost.url;
-process.env.EASYPOST_WEBHOOK_SECRET = easypost.webhookSecret;
-process.env.SHIPPING_POLL_INTERVAL_MS = '1000';
-process.env.SHIPPING_COMPARE_TIMEOUT_MS = '600';
+useEnv({
+  EASYPOST_API_KEY: easypost.apiKey, EASYPOST_API_BASE: easypost.url, EASYPOST_WEBHOOK_SECRET: easypost.webhookSecret,
+  SHIPPING_POLL_INTERVAL_MS: '1000', SHIPPING_COMPARE_TIMEOUT_MS: '600',
+});
 afterAll(() => easypost.close());
 
 let platform: TestPlatform;

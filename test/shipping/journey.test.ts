@@ -3,13 +3,12 @@ import { permissionScopes } from '../../domain/registry.ts';
 import { adminRouter } from '../../api/admin/router.ts';
 import { createCallerFactory, createContextInner } from '../../api/admin/trpc.ts';
 import type { TestPlatform } from '../support/platform.ts';
-import { usePlatform, type Http } from '../support/use-platform.ts';
+import { useEnv, usePlatform, type Http } from '../support/use-platform.ts';
 import { startReceiver, type Receiver } from '../webhooks/support/receiver.ts';
 import { advance, eventually, newClock, newOrder, ship, shipment, shipmentBody as shipmentBodyOf, signedPush, tracking } from './support.ts';
 
 // Compressed real time for the one journey without a clock: label to delivered in ~3 s.
-process.env.SHIPPING_SANDBOX_JOURNEY_MS = '3000';
-process.env.SHIPPING_SANDBOX_LATENCY_MS = '0';
+useEnv({ SHIPPING_SANDBOX_JOURNEY_MS: '3000', SHIPPING_SANDBOX_LATENCY_MS: '0' });
 
 let platform: TestPlatform;
 let http: Http;

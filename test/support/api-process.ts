@@ -20,6 +20,6 @@ if (process.env.API_HOLD_BEFORE_ANSWER === '1') {
 }
 const config = loadConfig();
 const orm = await createOrm({ url: config.DATABASE_URL!, poolMax: 5 });
-const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX });
+const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX, taskQueueLayout: config.TEMPORAL_TASK_QUEUES });
 const api = await startApiServer({ config, orm, temporal, logger: createLogger(config.LOG_LEVEL), port: 0, host: '127.0.0.1' });
 console.log(JSON.stringify({ ready: true, url: api.url, pid: process.pid }));

@@ -1,10 +1,14 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { randomBytes } from 'node:crypto';
 import type { TestProject } from 'vitest/node';
 import { createOrm, migrate } from '../../db/orm.ts';
 import { buildWorkflowBundle } from '../../worker/worker.ts';
+import { buildDashboard, dashboardStale } from '../../domain/dashboard/assets.ts';
 import { startThrowawayInfra, withDatabase } from '../../platform/throwaway-infra.ts';
 
 declare module 'vitest' {
@@ -21,13 +25,35 @@ declare module 'vitest' {
  * template database every test file clones, a real Temporal dev server (TEMPORAL_ADDRESS, else
  * one started here) and the workflow bundle, built once.
  */
+interface Infra {
+  provided: { adminDbUrl: string; templateDb: string; temporalAddress: string; bundlePath: string };
+  teardown(): Promise<void>;
+}
+
+// The projects of vitest.config.ts (files sharing processes, files with a process of their own)
+// share one set: the second project's setup waits for the first's, the last teardown stops it.
+let shared: { infra: Promise<Infra>; users: number } | undefined;
+
 export default async function setup(project: TestProject) {
+  shared ??= { infra: startInfra(), users: 0 };
+  shared.users++;
+  const infra = await shared.infra;
+  project.provide('adminDbUrl', infra.provided.adminDbUrl);
+  project.provide('templateDb', infra.provided.templateDb);
+  project.provide('temporalAddress', infra.provided.temporalAddress);
+  project.provide('bundlePath', infra.provided.bundlePath);
+  return async () => {
+    if (--shared!.users === 0) await infra.teardown();
+  };
+}
+
+async function startInfra(): Promise<Infra> {
   const work = mkdtempSync(join(tmpdir(), 'bp-test-'));
   const { adminDbUrl, temporalAddress, stops } = await startThrowawayInfra({
     databaseUrl: process.env.TEST_DATABASE_URL, temporalAddress: process.env.TEMPORAL_ADDRESS, workDir: work,
   });
 
-  const templateDb = `bp_template_${process.pid}`;
+  const templateDb = `bp_template_${process.pid}_${randomBytes(3).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminDbUrl });
   await admin.connect();
   await admin.query(`drop database if exists ${templateDb}`);
@@ -40,16 +66,21 @@ export default async function setup(project: TestProject) {
     await admin.end();
   });
 
+  // The dashboard's browser tests load the built app; a build takes about a second.
+  if (dashboardStale()) await buildDashboard();
+  // …and drive Debian's Chromium, installed here when a fresh machine lacks it (as .ci/run does).
+  if (!existsSync('/usr/bin/chromium')) {
+    execFileSync(fileURLToPath(new URL('../../scripts/ensure-chromium.sh', import.meta.url)), { stdio: 'inherit' });
+  }
+
   const bundlePath = join(work, 'workflow-bundle.js');
   writeFileSync(bundlePath, (await buildWorkflowBundle()).code);
 
-  project.provide('adminDbUrl', adminDbUrl);
-  project.provide('templateDb', templateDb);
-  project.provide('temporalAddress', temporalAddress);
-  project.provide('bundlePath', bundlePath);
-
-  return async () => {
-    for (const stop of stops.reverse()) await stop().catch((err: unknown) => console.error('teardown:', err));
-    rmSync(work, { recursive: true, force: true });
+  return {
+    provided: { adminDbUrl, templateDb, temporalAddress, bundlePath },
+    async teardown() {
+      for (const stop of stops.reverse()) await stop().catch((err: unknown) => console.error('teardown:', err));
+      rmSync(work, { recursive: true, force: true });
+    },
   };
 }

@@ -43,6 +43,22 @@ async function startPlatformContext(opts: UsePlatformOptions): Promise<PlatformC
   return { platform, http: client(platform.url), key: await platform.newKey({ accountId }), accountId, close: () => platform.close() };
 }
 
+/**
+ * Sets environment variables for this file, from now until its last afterAll: settings that areas
+ * read from the environment when a platform starts (sandbox speeds, carrier endpoints). Call it
+ * before usePlatform. Test files share worker processes, so a variable must not outlive its file.
+ */
+export function useEnv(vars: Record<string, string>): void {
+  const saved = Object.entries(vars).map(([name]) => [name, process.env[name]] as const);
+  Object.assign(process.env, vars);
+  afterAll(() => {
+    for (const [name, value] of saved) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  });
+}
+
 /** A test platform for the file (startTestPlatform), with a client of its API and a key. */
 export function usePlatform(opts: UsePlatformOptions = {}, ready?: (t: PlatformContext) => unknown): PlatformContext {
   return useStarted(() => startPlatformContext(opts), ready);

@@ -23,6 +23,7 @@ export function workerProcesses(platform: () => TestPlatform, env: Record<string
     const child = spawn(process.execPath, [fileURLToPath(new URL('./worker-process.ts', import.meta.url))], {
       env: {
         ...process.env, DATABASE_URL: p.dbUrl, TEMPORAL_ADDRESS: p.config.TEMPORAL_ADDRESS, TASK_QUEUE_PREFIX: p.taskQueuePrefix,
+        TEMPORAL_TASK_QUEUES: p.config.TEMPORAL_TASK_QUEUES,
         BUNDLE_PATH: inject('bundlePath'), LOG_LEVEL: 'warn',
         // The workflows a killed worker had cached move to another worker after 2 s, not 10.
         TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: '2000', ...env, ...extraEnv,

@@ -140,6 +140,8 @@ export interface SubscriptionSnapshot {
   taxJurisdiction: string | null;
   testClockId: string | null;
   card: CardOnFile | null;
+  /** The gateway that tokenised `card` (absent in histories from before it was kept on the row). */
+  gateway?: GatewayName | null;
   metadata: Record<string, string>;
   status: SubscriptionStatus;
   trialEnd: number | null;

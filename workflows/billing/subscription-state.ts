@@ -318,7 +318,7 @@ export class Subscription {
     return {
       subscriptionId: input.subscriptionId, accountId: input.accountId, livemode: input.livemode, customerId: input.customerId,
       planId: s.plan.id, billingCycle: input.billingCycle, autoCollection: input.autoCollection, daysUntilDue: input.daysUntilDue,
-      taxJurisdiction: input.taxJurisdiction, testClockId: input.testClockId, card: s.card, metadata: input.metadata,
+      taxJurisdiction: input.taxJurisdiction, testClockId: input.testClockId, card: s.card, gateway: s.card ? s.gateway : null, metadata: input.metadata,
       status: s.status, trialEnd: s.trialEnd, periodStart: s.periodStart, periodEnd: s.periodEnd,
       nextInvoiceAt: s.status === 'canceled' || s.status === 'paused' || s.status === 'unpaid' ? null : s.periodEnd,
       cancelAtPeriodEnd: s.cancelAtPeriodEnd, canceledAt: s.canceledAt, pausedAt: s.pausedAt, resumesAt: s.resumesAt,

@@ -22,7 +22,6 @@ import type { AppDeps } from '../../http/deps.ts';
 import { listQuery, listRoute } from '../../http/pagination.ts';
 import { getRoute, route } from '../../http/route.ts';
 import { csv, dateOrTimestamp, isoDate, metadata } from '../../http/schemas.ts';
-import { writeRaw } from '../../http/send.ts';
 
 const id = z.string().min(1).max(64);
 const callParams = z.strictObject({ call_id: id });
@@ -198,14 +197,14 @@ export const communicationsRoutes = [
     method: 'get', path: '/v3/communications/calls/{call_id}/recording', operationId: 'getCallRecording', tag: 'Communications',
     summary: 'Download a recorded call\'s recording (audio/wav); 404 until it is ready', permission: 'communications:read', status: 200,
     params: callParams, response: z.string(), binary: { mediaType: 'audio/wav', description: 'The recording, as a WAV file' },
-    async handler({ deps, em, auth, params, res }) {
+    async handler({ deps, em, auth, params }) {
       const source = await recordingSource(em(), params.call_id);
       const wav = await carrierFor(deps.telephony, auth).fetchRecording(source);
       if (!wav) throw new ApiError({ status: 404, code: 'recording_not_ready', title: 'Not Found', detail: 'The carrier has no recording for this call.', suggestion: 'Check that record_call was true and that the call was answered.' });
-      writeRaw(res, 200, {
-        'Content-Type': 'audio/wav', 'Content-Disposition': `attachment; filename="${params.call_id}.wav"`, 'Cache-Control': 'private, max-age=3600',
-      }, wav);
-      return { body: null };
+      return {
+        body: null, raw: wav,
+        headers: { 'Content-Disposition': `attachment; filename="${params.call_id}.wav"`, 'Cache-Control': 'private, max-age=3600' },
+      };
     },
   }),
 
