@@ -85,6 +85,14 @@ const extraRoutes: ExtraRoute[] = [
   signedDownloadDoc,
 ];
 
+/**
+ * The OpenAPI document depends only on the route table, so it is generated once per process, on
+ * its first request: generating it takes about half a second, which every API start (and every test
+ * file) paid before. test/platform/areas.test.ts and the OpenAPI tests generate it eagerly.
+ */
+let openapi: Record<string, unknown> | undefined;
+const openapiDocument = () => (openapi ??= buildOpenApi(v3Routes, extraRoutes, API_VERSION));
+
 export function createApp(deps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
@@ -173,8 +181,7 @@ export function createApp(deps: AppDeps): express.Express {
     res.end(body);
   });
 
-  const openapi = buildOpenApi(v3Routes, extraRoutes, API_VERSION);
-  app.get('/v3/openapi.json', (_req, res) => void sendDocument(res, 200, openapi));
+  app.get('/v3/openapi.json', (_req, res) => void sendDocument(res, 200, openapiDocument()));
   mountDocs(app);
   mountErrorPages(app);
 

@@ -1,5 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { serviceUnavailable } from './errors.ts';
+import { trackedCalls } from './temporal-calls.ts';
 import { clientInterceptors } from './temporal-interceptors.ts';
 
 export interface TemporalHandle {
@@ -28,7 +29,8 @@ export function taskQueueName(prefix: string, area: string, layout: TaskQueueLay
  * not need Temporal) while Temporal is down, and endpoints that need it answer 503 until it is back.
  */
 export function createTemporalHandle(opts: { address: string; namespace: string; taskQueuePrefix: string; taskQueueLayout?: TaskQueueLayout }): TemporalHandle {
-  const connection = Connection.lazy({ address: opts.address, connectTimeout: '3s' });
+  const calls = trackedCalls();
+  const connection = Connection.lazy({ address: opts.address, connectTimeout: '3s', interceptors: calls.interceptors });
   const client = new Client({ connection, namespace: opts.namespace, interceptors: clientInterceptors() });
   // Last known reachability. While Temporal is known to be up, a stale answer is refreshed in the
   // background (a slow probe under load must not turn into a 503); while it is down or unknown,
@@ -78,6 +80,10 @@ export function createTemporalHandle(opts: { address: string; namespace: string;
         return { reachable: true, workerPolling: false };
       }
     },
-    close: () => connection.close(),
+    // Calls in flight (a retry waiting for its next attempt included) finish first, for up to 5 s.
+    close: () => calls.close(5000, async () => {
+      await probing;
+      await connection.close();
+    }),
   };
 }

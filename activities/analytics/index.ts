@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises';
 import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activity';
 import { refreshRollup, scopesWithRevenue } from '../../domain/analytics/queries.ts';
 import { FORMAT_FILES } from '../../domain/analytics/render.ts';
@@ -81,7 +82,9 @@ export function createAnalyticsActivities(deps: AnalyticsActivityDeps) {
         const size = await publishFile(part, config, input.accountId, fileName, file.contentType);
         return { fileName, size, rows, contentType: file.contentType };
       } catch (err) {
-        await removeReportFiles(config, input.accountId, input.reportId).catch(() => undefined);
+        // Only this attempt's part file: a canceled attempt can end after its workflow did, when a
+        // re-run may already have published the report's file under the same name.
+        await rm(part, { force: true }).catch(() => undefined);
         if (ctx.cancellationSignal.aborted) throw new CancelledFailure('report canceled');
         throw err;
       } finally {

@@ -35,6 +35,9 @@ interface Infra {
 let shared: { infra: Promise<Infra>; users: number } | undefined;
 
 export default async function setup(project: TestProject) {
+  // The processes the tests spawn (CLI, API and worker processes) load the whole application from
+  // TypeScript sources; Node's compile cache keeps their compiled code between spawns (half the time).
+  process.env.NODE_COMPILE_CACHE ??= fileURLToPath(new URL('../../node_modules/.cache/node-compile', import.meta.url));
   shared ??= { infra: startInfra(), users: 0 };
   shared.users++;
   const infra = await shared.infra;
