@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { CheckoutAPI, Client, EnvironmentEnum, HttpClientException, type Config } from '@adyen/api-library';
+import type { CheckoutAPI, Config } from '@adyen/api-library';
+import type * as Sdk from '@adyen/api-library';
 import { cardBrand, fullExpiryYear, normalizeCardNumber, type CardBrand, type CardInput, type CardOnFile } from '../cards.ts';
 import {
   CardRejectedError, GatewayRejectedError, GatewayUnavailableError,
@@ -37,6 +38,14 @@ export interface AdyenOptions {
   returnUrl?: string;
 }
 
+/**
+ * The SDK, loaded on first use: it takes about a second to import, which every process that
+ * imports the gateways (the API, the workers, the CLI) paid at start even when Adyen is not configured.
+ */
+let sdk: typeof Sdk | undefined;
+let loading: Promise<typeof Sdk> | undefined;
+const loadSdk = () => (loading ??= import('@adyen/api-library').then((loaded) => (sdk = loaded)));
+
 const BRANDS: Record<string, CardBrand> = {
   visa: 'visa', mc: 'mastercard', mastercard: 'mastercard', amex: 'amex', discover: 'discover', diners: 'diners', jcb: 'jcb', cup: 'unionpay',
 };
@@ -68,6 +77,7 @@ class RebasedHttpClient {
       } catch {
         apiError = undefined;
       }
+      const { HttpClientException } = await loadSdk();
       throw new HttpClientException({
         message: `HTTP Exception: ${res.status}. ${apiError?.message ?? res.statusText}`, statusCode: res.status, errorCode: apiError?.errorCode,
         responseHeaders: Object.fromEntries(res.headers) as never, responseBody: body, apiError: apiError as never,
@@ -79,17 +89,23 @@ class RebasedHttpClient {
 
 export class AdyenGateway implements PaymentGateway {
   readonly name = 'adyen' as const;
-  private readonly checkout: CheckoutAPI;
   private readonly opts: AdyenOptions;
+  private checkoutApi: Promise<CheckoutAPI> | undefined;
 
   constructor(opts: AdyenOptions) {
     this.opts = opts;
-    const client = new Client({
-      apiKey: opts.apiKey, environment: opts.environment === 'LIVE' ? EnvironmentEnum.LIVE : EnvironmentEnum.TEST,
-      liveEndpointUrlPrefix: opts.liveEndpointUrlPrefix, connectionTimeoutMillis: opts.timeoutMs ?? 20_000,
-    });
-    if (opts.checkoutBase) client.httpClient = new RebasedHttpClient(opts.checkoutBase, opts.timeoutMs ?? 20_000);
-    this.checkout = new CheckoutAPI(client);
+  }
+
+  private checkout(): Promise<CheckoutAPI> {
+    return (this.checkoutApi ??= loadSdk().then(({ CheckoutAPI, Client, EnvironmentEnum }) => {
+      const { opts } = this;
+      const client = new Client({
+        apiKey: opts.apiKey, environment: opts.environment === 'LIVE' ? EnvironmentEnum.LIVE : EnvironmentEnum.TEST,
+        liveEndpointUrlPrefix: opts.liveEndpointUrlPrefix, connectionTimeoutMillis: opts.timeoutMs ?? 20_000,
+      });
+      if (opts.checkoutBase) client.httpClient = new RebasedHttpClient(opts.checkoutBase, opts.timeoutMs ?? 20_000);
+      return new CheckoutAPI(client);
+    }));
   }
 
   private get returnUrl(): string {
@@ -105,7 +121,7 @@ export class AdyenGateway implements PaymentGateway {
     const number = normalizeCardNumber(card.number);
     let res;
     try {
-      res = await this.checkout.PaymentsApi.payments({
+      res = await (await this.checkout()).PaymentsApi.payments({
         amount: { currency: 'EUR', value: 0 }, reference: `tokenize-${shopperReference}`, merchantAccount: this.opts.merchantAccount,
         paymentMethod: { type: 'scheme', number, expiryMonth: String(card.exp_month).padStart(2, '0'), expiryYear: String(fullExpiryYear(card.exp_year)), cvc: card.cvc } as never,
         shopperReference, storePaymentMethod: true, shopperInteraction: 'Ecommerce' as never, recurringProcessingModel: 'CardOnFile' as never,
@@ -134,7 +150,7 @@ export class AdyenGateway implements PaymentGateway {
     if (!shopperReference || !storedPaymentMethodId) throw new GatewayRejectedError('invalid_token', 'Adyen: the card token is not an Adyen stored payment method.');
     let res;
     try {
-      res = await this.checkout.PaymentsApi.payments({
+      res = await (await this.checkout()).PaymentsApi.payments({
         amount: { currency: req.currency.toUpperCase(), value: req.amount }, reference: req.paymentId, merchantAccount: this.opts.merchantAccount,
         paymentMethod: { type: 'scheme', storedPaymentMethodId } as never, shopperReference,
         shopperInteraction: 'ContAuth' as never, recurringProcessingModel: 'CardOnFile' as never,
@@ -168,7 +184,7 @@ export class AdyenGateway implements PaymentGateway {
 
   async refund(req: RefundRequest): Promise<{ reference: string }> {
     try {
-      const res = await this.checkout.ModificationsApi.refundCapturedPayment(req.chargeReference, {
+      const res = await (await this.checkout()).ModificationsApi.refundCapturedPayment(req.chargeReference, {
         merchantAccount: this.opts.merchantAccount, amount: { currency: req.currency.toUpperCase(), value: req.amount }, reference: req.idempotencyKey,
       }, { idempotencyKey: req.idempotencyKey });
       return { reference: res.pspReference };
@@ -207,7 +223,7 @@ function riskOf(fraud: { accountScore?: number } | null | undefined): number | n
 
 /** Adyen's errors as ours: 429, 5xx and network failures are retried with the same key; other 4xx are refusals. */
 function mapError(err: unknown): Error {
-  if (err instanceof HttpClientException) {
+  if (sdk && err instanceof sdk.HttpClientException) {
     const status = err.statusCode ?? 0;
     const detail = `Adyen: ${err.errorCode ? `${err.errorCode} ` : ''}${(err.apiError as { message?: string } | undefined)?.message ?? err.message}`;
     if (status === 429 || status >= 500 || status === 0) return new GatewayUnavailableError(detail);

@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto';
-import {
-  ApiError, Client, Environment, OrdersController, PaymentsController, VaultController,
-  type Order, type OrderRequest, type SetupTokenRequest,
+import type {
+  OrdersController, PaymentsController, VaultController, Order, OrderRequest, SetupTokenRequest,
 } from '@paypal/paypal-server-sdk';
+import type * as Sdk from '@paypal/paypal-server-sdk';
 import { toDecimalString } from '../../money.ts';
 import { cardBrand, fullExpiryYear, normalizeCardNumber, type CardBrand, type CardInput, type CardOnFile } from '../cards.ts';
 import {
@@ -66,27 +66,36 @@ function rebasedAdapter(base: string) {
   };
 }
 
+/** The SDK, loaded on first use (half a second to import; see the Adyen adapter). */
+let sdk: typeof Sdk | undefined;
+let loading: Promise<typeof Sdk> | undefined;
+const loadSdk = () => (loading ??= import('@paypal/paypal-server-sdk').then((loaded) => (sdk = loaded)));
+
+interface Controllers { orders: OrdersController; payments: PaymentsController; vault: VaultController }
+
 export class PayPalGateway implements PaymentGateway {
   readonly name = 'paypal' as const;
-  private readonly orders: OrdersController;
-  private readonly payments: PaymentsController;
-  private readonly vault: VaultController;
   private readonly opts: PayPalOptions;
+  private controllers: Promise<Controllers> | undefined;
 
   constructor(opts: PayPalOptions) {
     this.opts = opts;
-    const client = new Client({
-      clientCredentialsAuthCredentials: { oAuthClientId: opts.clientId, oAuthClientSecret: opts.clientSecret },
-      environment: opts.environment === 'live' ? Environment.Production : Environment.Sandbox,
-      timeout: opts.timeoutMs ?? 20_000,
-      httpClientOptions: { timeout: opts.timeoutMs ?? 20_000, retryConfig: { maxNumberOfRetries: 0 } },
-      ...(opts.apiBase ? { unstable_httpClientOptions: { adapter: rebasedAdapter(opts.apiBase) } } : {}),
-      // The SDK logs every request and response by default; ours are logged by the platform, never with card data.
-      logging: { logger: { log: () => undefined } } as never,
-    });
-    this.orders = new OrdersController(client);
-    this.payments = new PaymentsController(client);
-    this.vault = new VaultController(client);
+  }
+
+  private api(): Promise<Controllers> {
+    return (this.controllers ??= loadSdk().then(({ Client, Environment, OrdersController, PaymentsController, VaultController }) => {
+      const { opts } = this;
+      const client = new Client({
+        clientCredentialsAuthCredentials: { oAuthClientId: opts.clientId, oAuthClientSecret: opts.clientSecret },
+        environment: opts.environment === 'live' ? Environment.Production : Environment.Sandbox,
+        timeout: opts.timeoutMs ?? 20_000,
+        httpClientOptions: { timeout: opts.timeoutMs ?? 20_000, retryConfig: { maxNumberOfRetries: 0 } },
+        ...(opts.apiBase ? { unstable_httpClientOptions: { adapter: rebasedAdapter(opts.apiBase) } } : {}),
+        // The SDK logs every request and response by default; ours are logged by the platform, never with card data.
+        logging: { logger: { log: () => undefined } } as never,
+      });
+      return { orders: new OrdersController(client), payments: new PaymentsController(client), vault: new VaultController(client) };
+    }));
   }
 
   async tokenizeCard(card: CardInput): Promise<CardOnFile> {
@@ -94,11 +103,11 @@ export class PayPalGateway implements PaymentGateway {
     const expiry = `${fullExpiryYear(card.exp_year)}-${String(card.exp_month).padStart(2, '0')}`;
     try {
       const setupBody: SetupTokenRequest = { paymentSource: { card: { number, expiry, securityCode: card.cvc } } };
-      const setup = await this.vault.createSetupToken({ body: setupBody, paypalRequestId: `setup-${this.fingerprint(number)}-${Date.now()}` });
+      const setup = await (await this.api()).vault.createSetupToken({ body: setupBody, paypalRequestId: `setup-${this.fingerprint(number)}-${Date.now()}` });
       if (!setup.result.id || setup.result.status === 'PAYER_ACTION_REQUIRED') {
         throw new CardRejectedError('authentication_required', 'PayPal: the card needs the cardholder to authenticate before it can be vaulted.');
       }
-      const token = await this.vault.createPaymentToken({
+      const token = await (await this.api()).vault.createPaymentToken({
         body: { paymentSource: { token: { id: setup.result.id, type: 'SETUP_TOKEN' as never } } }, paypalRequestId: `vault-${setup.result.id}`,
       });
       const c = token.result.paymentSource?.card;
@@ -131,7 +140,7 @@ export class PayPalGateway implements PaymentGateway {
     };
     let order: Order;
     try {
-      order = (await this.orders.createOrder({ body, paypalRequestId: req.idempotencyKey, prefer: 'return=representation' })).result;
+      order = (await (await this.api()).orders.createOrder({ body, paypalRequestId: req.idempotencyKey, prefer: 'return=representation' })).result;
     } catch (err) {
       const mapped = mapError(err);
       if (mapped instanceof PayPalRefusal && mapped.status === 422) {
@@ -157,7 +166,7 @@ export class PayPalGateway implements PaymentGateway {
 
   async refund(req: RefundRequest): Promise<{ reference: string }> {
     try {
-      const res = await this.payments.refundCapturedPayment({
+      const res = await (await this.api()).payments.refundCapturedPayment({
         captureId: req.chargeReference, paypalRequestId: req.idempotencyKey, prefer: 'return=minimal',
         body: { amount: { currencyCode: req.currency.toUpperCase(), value: toDecimalString(req.amount, req.currency.toUpperCase()) } },
       });
@@ -219,7 +228,7 @@ function errorBody(raw: unknown): PayPalErrorBody {
 
 /** PayPal's errors as ours, keeping the error name, issue and message (never the request). */
 function mapError(err: unknown): GatewayRejectedError | GatewayUnavailableError {
-  if (err instanceof ApiError) {
+  if (sdk && err instanceof sdk.ApiError) {
     const status = err.statusCode;
     const body = errorBody(err.body);
     const issue = body.details?.[0]?.issue ?? body.name ?? body.error ?? `http_${status}`;
