@@ -1,4 +1,4 @@
-import type { TRPCError } from '@trpc/server';
+import { TRPCError } from '@trpc/server';
 import { ApiError } from './errors.ts';
 
 /**
@@ -21,4 +21,19 @@ export function safeErrorShape<Shape extends { code: number; message: string; da
   const data: Record<string, unknown> = { ...shape.data, requestId };
   delete data.stack;
   return { code: shape.code, message: isUnexpectedTrpcError(error) ? unexpected(requestId) : shape.message, data };
+}
+
+const STATUS_TO_TRPC: Record<number, TRPCError['code']> = {
+  400: 'BAD_REQUEST', 404: 'NOT_FOUND', 409: 'CONFLICT', 422: 'UNPROCESSABLE_CONTENT', 429: 'TOO_MANY_REQUESTS', 503: 'SERVICE_UNAVAILABLE',
+};
+
+/**
+ * A procedure's domain error (ApiError) as a tRPC error that keeps its meaning and field list
+ * (used by every router's error middleware); null for any other error.
+ */
+export function domainErrorAsTrpc(error: TRPCError): TRPCError | null {
+  const cause = error.cause;
+  if (!(cause instanceof ApiError)) return null;
+  const fields = (cause.errors ?? []).map((e) => ` ${e.path}: ${e.message}.`).join('');
+  return new TRPCError({ code: STATUS_TO_TRPC[cause.status] ?? 'INTERNAL_SERVER_ERROR', message: `${cause.detail}${fields} ${cause.suggestion}`, cause });
 }

@@ -1,8 +1,7 @@
 import { initTRPC, TRPCError } from '@trpc/server';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { ApiError } from '../../platform/errors.ts';
-import { safeErrorShape } from '../../platform/trpc-errors.ts';
+import { domainErrorAsTrpc, safeErrorShape } from '../../platform/trpc-errors.ts';
 import type { TemporalHandle } from '../../platform/temporal.ts';
 
 /**
@@ -83,9 +82,6 @@ function sameToken(a: string, b: string): boolean {
   return timingSafeEqual(digest(a), digest(b));
 }
 
-const STATUS_TO_TRPC: Record<number, TRPCError['code']> = {
-  400: 'BAD_REQUEST', 404: 'NOT_FOUND', 409: 'CONFLICT', 422: 'UNPROCESSABLE_CONTENT', 503: 'SERVICE_UNAVAILABLE',
-};
 
 const guarded = t.middleware(async ({ ctx, next }) => {
   if (!ctx.adminToken) {
@@ -109,11 +105,8 @@ const guarded = t.middleware(async ({ ctx, next }) => {
 /** Domain errors keep their meaning (and field list) across the tRPC boundary. */
 const domainErrors = t.middleware(async ({ next }) => {
   const result = await next();
-  if (!result.ok && result.error.cause instanceof ApiError) {
-    const cause = result.error.cause;
-    const fields = (cause.errors ?? []).map((e) => ` ${e.path}: ${e.message}.`).join('');
-    throw new TRPCError({ code: STATUS_TO_TRPC[cause.status] ?? 'INTERNAL_SERVER_ERROR', message: `${cause.detail}${fields} ${cause.suggestion}`, cause });
-  }
+  const mapped = result.ok ? null : domainErrorAsTrpc(result.error);
+  if (mapped) throw mapped;
   return result;
 });
 

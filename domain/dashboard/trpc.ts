@@ -2,7 +2,7 @@ import { initTRPC, TRPCError } from '@trpc/server';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AppDeps } from '../../api/http/deps.ts';
 import { ApiError } from '../../platform/errors.ts';
-import { safeErrorShape } from '../../platform/trpc-errors.ts';
+import { domainErrorAsTrpc, safeErrorShape } from '../../platform/trpc-errors.ts';
 import type { DashboardRole, DashboardSession } from './session.ts';
 
 /**
@@ -39,18 +39,12 @@ const t = initTRPC.context<DashboardContext>().create({
   },
 });
 
-const STATUS_TO_TRPC: Record<number, TRPCError['code']> = {
-  400: 'BAD_REQUEST', 404: 'NOT_FOUND', 409: 'CONFLICT', 422: 'UNPROCESSABLE_CONTENT', 429: 'TOO_MANY_REQUESTS', 503: 'SERVICE_UNAVAILABLE',
-};
 
 /** Domain errors keep their meaning and field list across the tRPC boundary. */
 const domainErrors = t.middleware(async ({ next }) => {
   const result = await next();
-  if (!result.ok && result.error.cause instanceof ApiError) {
-    const cause = result.error.cause;
-    const fields = (cause.errors ?? []).map((e) => ` ${e.path}: ${e.message}.`).join('');
-    throw new TRPCError({ code: STATUS_TO_TRPC[cause.status] ?? 'INTERNAL_SERVER_ERROR', message: `${cause.detail}${fields} ${cause.suggestion}`, cause });
-  }
+  const mapped = result.ok ? null : domainErrorAsTrpc(result.error);
+  if (mapped) throw mapped;
   return result;
 });
 
