@@ -2,7 +2,7 @@ import { permissionScopes } from '../domain/registry.ts';
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +10,7 @@ import pg from 'pg';
 import { createOrm, migrate, type MikroORM } from '../db/orm.ts';
 import { startThrowawayInfra, withDatabase } from '../platform/throwaway-infra.ts';
 import { createAccount, createKey, type CreateKeyInput } from '../domain/accounts/service.ts';
+import { buildWorkflowBundle } from '../worker/worker.ts';
 
 /**
  * Benchmarks run the platform as it runs in production: the API and worker in their own process
@@ -57,6 +58,8 @@ export const BENCH_ENV: Record<string, string> = {
 export interface Infra {
   adminDbUrl: string;
   temporalAddress: string;
+  /** The workflow bundle (the platform's workflows and the bench's empty one), built once per run. */
+  workflowBundlePath: string;
   stop(): Promise<void>;
 }
 
@@ -66,8 +69,12 @@ export async function startInfra(): Promise<Infra> {
   const { adminDbUrl, temporalAddress, stops } = await startThrowawayInfra({
     databaseUrl: process.env.BENCH_DATABASE_URL, temporalAddress: process.env.TEMPORAL_ADDRESS, workDir: work,
   });
+  // Built here once, not in each server process: production loads a prebuilt bundle too, and
+  // webpack's peak would otherwise be counted in the server's resident memory.
+  const workflowBundlePath = join(work, 'workflow-bundle.js');
+  writeFileSync(workflowBundlePath, (await buildWorkflowBundle([new URL('./baseline-workflow.ts', import.meta.url)])).code);
   return {
-    adminDbUrl, temporalAddress,
+    adminDbUrl, temporalAddress, workflowBundlePath,
     async stop() {
       for (const stop of stops.reverse()) await stop();
       rmSync(work, { recursive: true, force: true });
@@ -116,7 +123,8 @@ export async function startBenchPlatform(infra: Infra, opts: { env?: Record<stri
   await migrate(orm);
   const taskQueuePrefix = `${database}-`;
   const { child, info } = await spawnServer('./serve.ts', {
-    ...BENCH_ENV, DATABASE_URL: dbUrl, TEMPORAL_ADDRESS: infra.temporalAddress, TASK_QUEUE_PREFIX: taskQueuePrefix, ...opts.env,
+    ...BENCH_ENV, DATABASE_URL: dbUrl, TEMPORAL_ADDRESS: infra.temporalAddress, TASK_QUEUE_PREFIX: taskQueuePrefix,
+    BENCH_WORKFLOW_BUNDLE: infra.workflowBundlePath, ...opts.env,
   });
   const premium = (await createAccount(orm, { name: 'Bench', tier: 'premium' })).id;
   return {

@@ -11,11 +11,15 @@ const config = loadConfigOrExit();
 const logger = createLogger(config.LOG_LEVEL);
 const orm = await createOrm({ url: config.DATABASE_URL!, poolMax: config.DATABASE_POOL_MAX });
 const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX, taskQueueLayout: config.TEMPORAL_TASK_QUEUES });
-// The benchmark's empty workflow (the bare-Temporal baseline) is bundled here only, never in production.
-const { code } = await buildWorkflowBundle([new URL('./baseline-workflow.ts', import.meta.url)]);
+// The workflow bundle, with the benchmark's empty workflow (the bare-Temporal baseline, never in
+// production): prebuilt by the bench process (BENCH_WORKFLOW_BUNDLE, see harness.ts), as production
+// loads a prebuilt bundle, so the server's peak memory is not webpack's; else built here.
+const bundle = process.env.BENCH_WORKFLOW_BUNDLE
+  ? { codePath: process.env.BENCH_WORKFLOW_BUNDLE }
+  : { code: (await buildWorkflowBundle([new URL('./baseline-workflow.ts', import.meta.url)])).code };
 const workers = await startWorkers({
   address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX, orm, logger,
-  bundle: { code },
+  bundle,
 });
 const api = await startApiServer({ config, orm, temporal, logger, port: 0, host: '127.0.0.1' });
 console.log(JSON.stringify({ url: api.url }));

@@ -17,6 +17,23 @@ const ADMISSION_OUTCOME: Record<string, string> = {
 /** An instance's in-flight count stops counting this long after its last heartbeat (a crash). */
 const STALE_SECONDS = 30;
 const HEARTBEAT_MS = 10_000;
+/** The most admissions sent in one call (a larger backlog goes in the calls after it). */
+const MAX_ADMIT_BATCH = 1000;
+/** How long, and for how many keys, an admitted key's context is remembered (`remembered`). */
+const CONTEXT_TTL_MS = 60_000;
+const MAX_CONTEXTS = 10_000;
+
+/**
+ * Added to the admission, release and heartbeat statements: their (implicit) transaction commits
+ * without waiting for the WAL flush. Each of them updates rows every request of the key touches
+ * (its rate-limit windows, its in-flight counter), so with a synchronous commit every admission
+ * queued behind the previous one's fsync while holding those row locks. Other sessions see the
+ * commit at once, as before, so the limits stay exact across API processes; what a PostgreSQL
+ * crash could lose is the last few hundred milliseconds of counting (wal_writer_delay), i.e. a
+ * handful of requests not counted against a window, and in-flight counts that the staleness rule
+ * discards anyway.
+ */
+const ASYNC_COMMIT = "set_config('synchronous_commit', 'off', true)";
 
 /**
  * The clock the minute and day windows are counted on: the database's, shifted by `offsetMs`. Always
@@ -49,13 +66,8 @@ const unauthorized = (code: string, detail: string, suggestion: string) =>
     headers: { 'WWW-Authenticate': 'Bearer realm="business-platform"' },
   });
 
-/**
- * Authentication and rate limiting, in one database round trip (`bp_admit_batch`): the key is looked
- * up by its SHA-256, then the minute, day and concurrency limits are counted in shared storage so
- * every API process sees the same numbers. Sets the rate-limit headers on every admitted or
- * limited response and releases the concurrency slot when the response is done.
- */
-export async function admit(deps: AppDeps, req: Request, res: Response): Promise<AuthContext> {
+/** The SHA-256 of the request's API key; 401 when it sent none or not one of ours. */
+function presentedKeyHash(req: Request): string {
   const header = req.headers.authorization;
   if (!header) {
     throw unauthorized('api_key_missing', 'No API key was sent.', 'Send your key in the header `Authorization: Bearer <key>`.');
@@ -65,8 +77,11 @@ export async function admit(deps: AppDeps, req: Request, res: Response): Promise
     throw unauthorized('api_key_malformed', 'The Authorization header does not hold a Business Platform API key.',
       'Use `Authorization: Bearer bp_live_…` (or bp_test_…, bp_rk_…) with the full key text as it was shown at creation.');
   }
-  const limits = deps.config;
-  const row = await deps.concurrency.admit(hashKey(match[1]!), limits);
+  return hashKey(match[1]!);
+}
+
+/** Applies the database's answer: 401 or 429 as it says, else the rate-limit headers and the key's context. */
+function admitted(deps: AppDeps, res: Response, row: AdmitRow): AuthContext {
   admissions.inc({ outcome: ADMISSION_OUTCOME[row.outcome] });
   switch (row.outcome) {
     case 'unknown':
@@ -76,19 +91,10 @@ export async function admit(deps: AppDeps, req: Request, res: Response): Promise
     case 'expired':
       throw unauthorized('api_key_expired', 'This API key has expired.', 'Create a new key; consider an expiration date further out and rotate keys before they expire.');
   }
-
+  const limits = deps.config;
   const headers = rateLimitHeaders(row, limits.RATE_LIMIT_PER_DAY, limits.RATE_LIMIT_CONCURRENCY);
   for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
-
   if (row.outcome !== 'admitted') throw limited(row);
-
-  // The slot is given back before the response is written (so a client that waits for its answer
-  // never finds its own slot still taken), or when the connection closes without an answer.
-  deps.concurrency.started(row.key_id);
-  let released: Promise<void> | null = null;
-  const release = () => (released ??= deps.concurrency.finished(row.key_id));
-  state(res).release = release;
-  res.once('close', () => void release());
   const auth: AuthContext = {
     keyId: row.key_id, accountId: row.account_id, livemode: row.livemode,
     keyType: row.key_type, permissions: row.permissions, tier: row.tier,
@@ -97,9 +103,66 @@ export async function admit(deps: AppDeps, req: Request, res: Response): Promise
   return auth;
 }
 
+/**
+ * Authentication and rate limiting, in one database round trip (`bp_admit_batch`): the key is looked
+ * up by its SHA-256, then the minute, day and concurrency limits are counted in shared storage so
+ * every API process sees the same numbers. Sets the rate-limit headers on every admitted or
+ * limited response and releases the concurrency slot when the response is done.
+ */
+export async function admit(deps: AppDeps, req: Request, res: Response): Promise<AuthContext> {
+  const keyHash = presentedKeyHash(req);
+  const auth = admitted(deps, res, await deps.concurrency.admit(keyHash, deps.config));
+  // The slot is given back before the response is written (so a client that waits for its answer
+  // never finds its own slot still taken), or when the connection closes without an answer.
+  deps.concurrency.started(auth.keyId);
+  let released: Promise<void> | null = null;
+  const release = () => (released ??= deps.concurrency.finished(auth.keyId));
+  state(res).release = release;
+  res.once('close', () => void release());
+  return auth;
+}
+
+/**
+ * Admission for a read-only request (a route marked `readOnly`), in the time of one round trip:
+ * when this process has admitted the key recently, the read starts at once with the key's context
+ * from then, beside its admission. The database's admission stays the only judge: a revoked,
+ * expired or limited key gets its 401 or 429 and the read is thrown away; an error of the read
+ * (a 404, a bad parameter) is answered only once the key is admitted, as without the overlap. The
+ * request is admitted as `instant` (it takes no concurrency slot: it is answered as soon as it is
+ * admitted, so there is nothing to release and no second round trip). Without a remembered
+ * context, or if the key's context changed, it is admitted and read one after the other.
+ */
+export async function admitAndRead<T>(
+  deps: AppDeps, req: Request, res: Response, permission: Permission, read: (auth: AuthContext) => Promise<T>,
+): Promise<T> {
+  const keyHash = presentedKeyHash(req);
+  const remembered = deps.concurrency.remembered(keyHash);
+  if (!remembered || !permits(remembered, permission)) {
+    const auth = await admit(deps, req, res);
+    requirePermission(auth, permission);
+    return read(auth);
+  }
+  // Settled either way, so a read that fails before the admission answers is not an unhandled rejection.
+  const early = read(remembered).then((value) => ({ value }), (error: unknown) => ({ error }));
+  const auth = admitted(deps, res, await deps.concurrency.admit(keyHash, deps.config, true));
+  requirePermission(auth, permission);
+  if (!sameContext(auth, remembered)) return read(auth);
+  const outcome = await early;
+  if ('error' in outcome) throw outcome.error;
+  return outcome.value;
+}
+
+function sameContext(a: AuthContext, b: AuthContext): boolean {
+  return a.keyId === b.keyId && a.accountId === b.accountId && a.livemode === b.livemode && a.keyType === b.keyType
+    && a.tier === b.tier && a.permissions.length === b.permissions.length && a.permissions.every((p, i) => p === b.permissions[i]);
+}
+
+function permits(auth: AuthContext, permission: Permission): boolean {
+  return allows(auth.keyType === 'restricted' ? auth.permissions : ['*'], permission);
+}
+
 export function requirePermission(auth: AuthContext, permission: Permission): void {
-  const granted = auth.keyType === 'restricted' ? auth.permissions : ['*'];
-  if (allows(granted, permission)) return;
+  if (permits(auth, permission)) return;
   throw new ApiError({
     status: 403, code: 'permission_denied', title: 'Forbidden',
     detail: `This restricted key lacks the permission ${permission}.`,
@@ -166,8 +229,16 @@ export class ConcurrencyTracker {
   private pending = new Map<string, number>();
   private scheduled: NodeJS.Immediate | null = null;
   private retry: NodeJS.Timeout | null = null;
-  private admissions: { keyHash: string; resolve: (row: AdmitRow) => void; reject: (err: Error) => void }[] = [];
+  private admissions: { keyHash: string; instant: boolean; resolve: (row: AdmitRow) => void; reject: (err: Error) => void }[] = [];
+  /** The context of keys admitted lately, by key hash (see `remembered`). */
+  private readonly contexts = new Map<string, { auth: AuthContext; until: number }>();
   private admitScheduled: NodeJS.Immediate | null = null;
+  /** A `bp_admit_batch` call is in the database (the next batch waits for it). */
+  private admitting = false;
+  private limits: Limits | null = null;
+  /** A `bp_release` call is in the database (the next subtraction waits for it). */
+  private releasing: Promise<void> | null = null;
+  private nextFlush: Promise<void> | null = null;
   private waiting: (() => void)[] = [];
   private readonly inFlight = new Set<Promise<void>>();
   private readonly heartbeat: NodeJS.Timeout;
@@ -183,35 +254,81 @@ export class ConcurrencyTracker {
   }
 
   /**
-   * Authenticates and counts a request. Every admission asked for in the same event-loop turn goes
-   * to the database in one call (`bp_admit_batch`), so under load one round trip admits many.
+   * Authenticates and counts a request. Admissions go to the database in batches
+   * (`bp_admit_batch`), one batch in flight at a time: what is asked for while a batch is in the
+   * database waits for it and goes in the next one. Two batches of one instance would only queue
+   * behind each other's locks on the key's counter rows anyway (every admission of a key updates
+   * the same rows); one at a time, a burst of N requests costs about one round trip, not N
+   * transactions convoying on a row lock.
    */
-  admit(keyHash: string, limits: Limits): Promise<AdmitRow> {
+  admit(keyHash: string, limits: Limits, instant = false): Promise<AdmitRow> {
     return new Promise((resolve, reject) => {
-      this.admissions.push({ keyHash, resolve, reject });
-      this.admitScheduled ??= setImmediate(() => {
-        this.admitScheduled = null;
-        this.admitBatch(limits);
-      });
+      this.admissions.push({ keyHash, instant, resolve, reject });
+      this.limits = limits;
+      if (!this.admitting) {
+        this.admitScheduled ??= setImmediate(() => {
+          this.admitScheduled = null;
+          this.admitBatch();
+        });
+      }
     });
   }
 
-  private admitBatch(limits: Limits): void {
-    const batch = this.admissions;
-    this.admissions = [];
+  private admitBatch(): void {
+    const batch = this.admissions.splice(0, MAX_ADMIT_BATCH);
+    if (!batch.length) return;
+    const limits = this.limits!;
+    this.admitting = true;
     this.pool.query<AdmitRow & { ord: number }>({
       name: 'bp_admit_batch',
-      text: 'select * from bp_admit_batch($1, $2, $3, $4, $5, $6, $7, $8)',
+      text: `select *, ${ASYNC_COMMIT} from bp_admit_batch($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
       values: [batch.map((a) => a.keyHash), this.instanceId, limits.RATE_LIMIT_PER_MINUTE,
-        limits.RATE_LIMIT_PER_MINUTE_PREMIUM, limits.RATE_LIMIT_PER_DAY, limits.RATE_LIMIT_CONCURRENCY, STALE_SECONDS, Math.round(this.clock.offsetMs)],
+        limits.RATE_LIMIT_PER_MINUTE_PREMIUM, limits.RATE_LIMIT_PER_DAY, limits.RATE_LIMIT_CONCURRENCY, STALE_SECONDS,
+        Math.round(this.clock.offsetMs), batch.map((a) => a.instant)],
     }).then(
       ({ rows }) => {
-        for (const row of rows) batch[row.ord - 1]!.resolve(row);
+        for (const row of rows) {
+          const admission = batch[row.ord - 1]!;
+          this.remember(admission.keyHash, row);
+          admission.resolve(row);
+        }
       },
       (err: Error) => {
         for (const a of batch) a.reject(err);
       },
-    );
+    ).finally(() => {
+      this.admitting = false;
+      // What came while this batch was in the database goes now, together.
+      if (this.admissions.length) this.admitBatch();
+    });
+  }
+
+  /**
+   * The context (account, mode, type, permissions, tier) the database gave this key at an
+   * admission in the last CONTEXT_TTL_MS, if any. Only a hint to start a read early
+   * (`admitAndRead`): every request is still admitted by the database, which alone decides.
+   */
+  remembered(keyHash: string): AuthContext | undefined {
+    const entry = this.contexts.get(keyHash);
+    if (entry && entry.until > Date.now()) return entry.auth;
+    if (entry) this.contexts.delete(keyHash);
+    return undefined;
+  }
+
+  private remember(keyHash: string, row: AdmitRow): void {
+    if (row.outcome === 'unknown' || row.outcome === 'revoked' || row.outcome === 'expired') {
+      this.contexts.delete(keyHash);
+      return;
+    }
+    if (this.contexts.has(keyHash)) this.contexts.delete(keyHash);
+    else if (this.contexts.size >= MAX_CONTEXTS) this.contexts.delete(this.contexts.keys().next().value!);
+    this.contexts.set(keyHash, {
+      until: Date.now() + CONTEXT_TTL_MS,
+      auth: {
+        keyId: row.key_id, accountId: row.account_id, livemode: row.livemode,
+        keyType: row.key_type, permissions: row.permissions, tier: row.tier,
+      },
+    });
   }
 
   started(keyId: string): void {
@@ -234,19 +351,30 @@ export class ConcurrencyTracker {
 
   /**
    * Subtracts what has finished; resolves once everything finished before the call is counted.
-   * Several subtractions may be in flight at once: `bp_release` locks the instance's rows in key
-   * order, as admissions and heartbeats do, so they wait for each other but never deadlock.
+   * One subtraction is in the database at a time (`bp_release` locks the instance's counter rows,
+   * which every admission of the key also updates): what finishes meanwhile is subtracted in one
+   * call right after it.
    */
   flush(): Promise<void> {
+    if (this.releasing) {
+      // One follow-up, once the subtraction in flight is done, with everything finished until then.
+      return (this.nextFlush ??= this.releasing.then(() => {
+        this.nextFlush = null;
+        return this.flush();
+      }));
+    }
     const waiting = this.waiting;
     this.waiting = [];
     const batch = [...this.pending];
     this.pending = new Map();
+    if (!batch.length && !waiting.length) return Promise.resolve();
     const done: Promise<void> = (batch.length ? this.release(batch) : Promise.resolve()).finally(() => {
       // A failed subtraction is retried in the background; the responses do not wait for it.
       for (const resolve of waiting) resolve();
       this.inFlight.delete(done);
+      this.releasing = null;
     });
+    this.releasing = done;
     this.inFlight.add(done);
     return done;
   }
@@ -255,7 +383,7 @@ export class ConcurrencyTracker {
     try {
       await this.pool.query({
         name: 'bp_release',
-        text: 'select bp_release($1, $2, $3)',
+        text: `select bp_release($1, $2, $3), ${ASYNC_COMMIT}`,
         values: [this.instanceId, batch.map(([k]) => k), batch.map(([, n]) => n)],
       });
     } catch (err) {
@@ -272,7 +400,7 @@ export class ConcurrencyTracker {
   private async beat(): Promise<void> {
     if (!this.local.size) return;
     try {
-      await this.pool.query('select bp_heartbeat($1, $2)', [this.instanceId, [...this.local.keys()]]);
+      await this.pool.query(`select bp_heartbeat($1, $2), ${ASYNC_COMMIT}`, [this.instanceId, [...this.local.keys()]]);
     } catch (err) {
       this.onError(err as Error);
     }

@@ -8,7 +8,7 @@ import { validationFailed, type FieldError } from '../../platform/errors.ts';
 import { newId, type IdKind } from '../../platform/ids.ts';
 import { addLogContext } from '../../platform/log-context.ts';
 import type { AppDeps } from './deps.ts';
-import { admit, requirePermission } from './admission.ts';
+import { admit, admitAndRead, requirePermission } from './admission.ts';
 import { DEFAULT_BODY_LIMIT, parseJson, readRawBody } from './body.ts';
 import { state, type AuthContext } from './context.ts';
 import { acceptsAny, notAcceptable } from './negotiate.ts';
@@ -19,6 +19,7 @@ import { sendDocument, writeRaw } from './send.ts';
 
 export type { Method } from './route-table.ts';
 const WITH_BODY: ReadonlySet<Method> = new Set(['post', 'put', 'patch']);
+const EMPTY = Buffer.alloc(0);
 
 export interface HandlerContext<B, Q, P> {
   deps: AppDeps;
@@ -92,6 +93,13 @@ export interface RouteSpec<B = unknown, Q = unknown, P = unknown> {
    * it answers 503 instead of hanging.
    */
   temporal?: boolean;
+  /**
+   * A GET whose handler only reads, quickly (one or two indexed queries: no writes, no workflows,
+   * no stream, nothing slow): it may start beside the request's admission and is then answered in
+   * about one database round trip, taking no concurrency slot (`admitAndRead` in admission.ts).
+   * Opt-in per route; ignored on any other method and with `temporal` or `stream`.
+   */
+  readOnly?: boolean;
   /** A wait the handler asks Temporal for on purpose (e.g. a payment's synchronous wait), added to the deadline. */
   temporalWaitMs?: (deps: AppDeps) => number;
   handler(ctx: HandlerContext<B, Q, P>): Promise<HandlerResult>;
@@ -150,27 +158,38 @@ export function routeDispatcher(routes: RouteSpec<any, any, any>[], deps: AppDep
       throw notAcceptable(req.headers.accept, binaryMediaTypes(spec).length
         ? `Accept: ${binaryMediaTypes(spec).join(' or ')} (or application/json)` : undefined);
     }
-    const auth = await admit(deps, req, res);
-    addLogContext({ account_id: auth.accountId, mode: auth.livemode ? 'live' : 'test' });
-    requirePermission(auth, spec.permission);
-    const raw = WITH_BODY.has(spec.method) ? await readRawBody(req, spec.bodyLimit ?? DEFAULT_BODY_LIMIT) : Buffer.alloc(0);
-    if (WITH_BODY.has(spec.method) && (await applyIdempotency(idempotency, req, res, auth, raw))) return;
-    const input = spec.body ? parseJson(raw) : undefined;
-    const [body, query, params] = validate([[spec.body, input], [spec.query, req.query], [spec.params, req.params]]);
-    if (spec.temporal) await deps.temporal.ensureAvailable();
-    let em: EntityManager | undefined;
-    const idempotencyKey = state(res).idempotencyKey ?? null;
-    const run = () => spec.handler({
-      deps, req, res, auth, body, query, params,
-      requestId: state(res).requestId,
-      rawBody: raw,
-      idempotencyKey,
-      resourceId: (kind) => (idempotencyKey === null ? Promise.resolve(newId(kind)) : idempotency.resourceId(auth, idempotencyKey, newId(kind))),
-      em: () => (em ??= scopedEm(deps.orm, auth)),
-    });
-    const result = spec.temporal
-      ? await deps.temporal.connection.withDeadline(Date.now() + deps.config.TEMPORAL_CALL_TIMEOUT_MS + (spec.temporalWaitMs?.(deps) ?? 0), run)
-      : await run();
+    const handle = async (auth: AuthContext, raw: Buffer): Promise<HandlerResult> => {
+      const input = spec.body ? parseJson(raw) : undefined;
+      const [body, query, params] = validate([[spec.body, input], [spec.query, req.query], [spec.params, req.params]]);
+      if (spec.temporal) await deps.temporal.ensureAvailable();
+      let em: EntityManager | undefined;
+      const idempotencyKey = state(res).idempotencyKey ?? null;
+      const run = () => spec.handler({
+        deps, req, res, auth, body, query, params,
+        requestId: state(res).requestId,
+        rawBody: raw,
+        idempotencyKey,
+        resourceId: (kind) => (idempotencyKey === null ? Promise.resolve(newId(kind)) : idempotency.resourceId(auth, idempotencyKey, newId(kind))),
+        em: () => (em ??= scopedEm(deps.orm, auth)),
+      });
+      return spec.temporal
+        ? deps.temporal.connection.withDeadline(Date.now() + deps.config.TEMPORAL_CALL_TIMEOUT_MS + (spec.temporalWaitMs?.(deps) ?? 0), run)
+        : run();
+    };
+    let result: HandlerResult;
+    if (isReadOnly(spec)) {
+      // Read and admission overlap (admitAndRead); the read's errors wait for the admission's answer.
+      result = await admitAndRead(deps, req, res, spec.permission, (auth) => handle(auth, EMPTY));
+      const auth = state(res).auth!;
+      addLogContext({ account_id: auth.accountId, mode: auth.livemode ? 'live' : 'test' });
+    } else {
+      const auth = await admit(deps, req, res);
+      addLogContext({ account_id: auth.accountId, mode: auth.livemode ? 'live' : 'test' });
+      requirePermission(auth, spec.permission);
+      const raw = WITH_BODY.has(spec.method) ? await readRawBody(req, spec.bodyLimit ?? DEFAULT_BODY_LIMIT) : EMPTY;
+      if (WITH_BODY.has(spec.method) && (await applyIdempotency(idempotency, req, res, auth, raw))) return;
+      result = await handle(auth, raw);
+    }
     if (spec.binary && result.raw) return writeRaw(res, result.status ?? spec.status, { 'Content-Type': binaryMediaTypes(spec)[0]!, ...result.headers }, result.raw);
     await sendDocument(res, result.status ?? spec.status, result.body, { headers: result.headers });
   };
@@ -188,6 +207,10 @@ export function routeDispatcher(routes: RouteSpec<any, any, any>[], deps: AppDep
   };
   /** What it serves, for introspection (the OpenAPI completeness test). */
   return Object.assign(dispatch, { table });
+}
+
+function isReadOnly(spec: RouteSpec<any, any, any>): boolean {
+  return spec.readOnly === true && spec.method === 'get' && !spec.temporal && !spec.stream;
 }
 
 /** The non-JSON media types a route answers on success (its `binary` or `stream` option); none for a JSON/XML route. */

@@ -7,6 +7,7 @@ import { Migration0006AdmissionPerKey } from '../../db/migrations/0006-admission
 import { Migration0007AdmissionClock } from '../../db/migrations/0007-admission-clock.ts';
 import { Migration0008InstallationSettings } from '../../db/migrations/0008-installation-settings.ts';
 import { Migration0011CrashSafeIdempotency } from '../../db/migrations/0011-crash-safe-idempotency.ts';
+import { Migration0120InstantAdmission } from '../../db/migrations/0120-instant-admission.ts';
 import { defineArea } from '../../platform/area.ts';
 import { Account, ApiKey } from '../accounts/entities.ts';
 import { DomainEvent } from '../events/entities.ts';
@@ -32,6 +33,7 @@ export const platformArea = defineArea({
     { name: '0007-admission-clock', class: Migration0007AdmissionClock },
     { name: '0008-installation-settings', class: Migration0008InstallationSettings },
     { name: '0011-crash-safe-idempotency', class: Migration0011CrashSafeIdempotency },
+    { name: '0120-instant-admission', class: Migration0120InstantAdmission },
   ],
   admin: { accounts: accountsRouter, keys: keysRouter },
 });

@@ -83,6 +83,9 @@ describe('rate limits', () => {
 
   it('refuses the 11th concurrent request with concurrency_limited', async () => {
     const key = await platform.newKey();
+    // A read the process has admitted before (its context remembered, so it overlaps its admission).
+    const customer = (await http('/v3/customers', { key, body: { name: 'Read Me' } })).body as { id: string };
+    expect((await http(`/v3/customers/${customer.id}`, { key })).status).toBe(200);
     const url = new URL(platform.url);
     const body = JSON.stringify({ name: 'Slow Sender' });
     // Ten requests whose bodies are still arriving: each holds its slot.
@@ -110,6 +113,9 @@ describe('rate limits', () => {
     expect(eleventh.status).toBe(429);
     expect(eleventh.body.code).toBe('concurrency_limited');
     expect(eleventh.headers.get('retry-after')).toBe('1');
+    const read = await http(`/v3/customers/${customer.id}`, { key });
+    expect([read.status, read.body.code]).toEqual([429, 'concurrency_limited']);
+    expect(read.body.name).toBeUndefined();
 
     for (const p of pending) p.req.end(body.slice(5));
     expect(await Promise.all(pending.map((p) => p.done))).toEqual(Array(10).fill(201));
@@ -147,6 +153,49 @@ describe('rate limits', () => {
       `select in_flight from concurrency_counters c join api_keys ak on ak.id = c.api_key_id
         where c.instance_id = 'batch-test' order by ak.key_hash = $1 desc`, [k]);
     expect(counters.map((c) => c.in_flight)).toEqual([2, 1]);
+  });
+
+  it('counts instant reads in the windows and against the free slots, without taking a slot', async () => {
+    const key = await platform.newKey();
+    const k = hashKey(key);
+    // Limits of the call: 100 a minute, 10,000 a day, 2 at once; the 1st and 3rd are instant reads.
+    const rows = await platform.sql<{ ord: number; outcome: string; minute_count: number }>(
+      `select ord, outcome, minute_count from bp_admit_batch($1, 'instant-test', 100, 5000, 10000, 2, 30, 0, $2) order by ord`,
+      [[k, k, k], [true, false, true]],
+    );
+    expect(rows.map((row) => [row.ord, row.outcome, row.minute_count])).toEqual([
+      [1, 'admitted', 1], [2, 'admitted', 2], [3, 'concurrency_limited', 3],
+    ]);
+    const held = await platform.sql<{ in_flight: number }>(`select in_flight from concurrency_counters where instance_id = 'instant-test'`);
+    expect(held.map((c) => c.in_flight)).toEqual([1]);
+    // Only instant reads: the windows count them, no counter row is written.
+    await platform.sql(`select * from bp_admit_batch($1, 'instant-only', 100, 5000, 10000, 2, 30, 0, $2)`, [[k], [true]]);
+    expect(await platform.sql(`select 1 from concurrency_counters where instance_id = 'instant-only'`)).toEqual([]);
+  });
+
+  it('refuses a read of a key it admitted a moment ago once the key is revoked or expired', async () => {
+    const key = await platform.newKey();
+    const customer = (await http('/v3/customers', { key, body: { name: 'Remembered' } })).body as { id: string };
+    for (let i = 0; i < 3; i++) expect((await http(`/v3/customers/${customer.id}`, { key })).status).toBe(200);
+    await platform.sql(`update api_keys set status = 'revoked' where key_hash = $1`, [hashKey(key)]);
+    const revoked = await http(`/v3/customers/${customer.id}`, { key });
+    expect([revoked.status, revoked.body.code, revoked.body.name]).toEqual([401, 'api_key_revoked', undefined]);
+
+    const other = await platform.newKey();
+    const mine = (await http('/v3/customers', { key: other, body: { name: 'Expiring' } })).body as { id: string };
+    expect((await http(`/v3/customers/${mine.id}`, { key: other })).status).toBe(200);
+    await platform.sql(`update api_keys set expires_at = clock_timestamp() - interval '1 second' where key_hash = $1`, [hashKey(other)]);
+    const expired = await http(`/v3/customers/${mine.id}`, { key: other });
+    expect([expired.status, expired.body.code]).toEqual([401, 'api_key_expired']);
+  });
+
+  it('answers a read\'s own error (404) only once the key is admitted, and a limit before it', async () => {
+    const key = await platform.newKey();
+    await freshMinute();
+    expect((await http('/v3/customers/cus_missing', { key })).status).toBe(404);
+    for (let i = 0; i < 99; i++) expect((await http('/v3/customers/cus_missing', { key })).body.code).toBe('not_found');
+    const limited = await http('/v3/customers/cus_missing', { key });
+    expect([limited.status, limited.body.code]).toEqual([429, 'rate_limited']);
   });
 
   it('stops counting the requests of an instance that died (stale heartbeat)', async () => {

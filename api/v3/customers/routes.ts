@@ -65,7 +65,7 @@ export const customerRoutes = [
   }),
   route({
     method: 'get', path: '/v3/customers/{customer_id}', operationId: 'getCustomer', tag: 'Customers',
-    summary: 'Retrieve a customer', permission: 'crm:read', status: 200,
+    summary: 'Retrieve a customer', permission: 'crm:read', status: 200, readOnly: true,
     params: customerId, response: customerSchema,
     async handler({ deps, auth, params }) {
       return { body: await getCustomer(deps.orm, auth, params.customer_id) };
