@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import type { Pool } from 'pg';
 import { randomUUID } from 'node:crypto';
 import { hashKey, isWellFormedKey } from '../../domain/accounts/keys.ts';
+import { tokenRowId } from '../../domain/identity/oidc-adapter.ts';
 import { allows, type Permission } from '../../domain/permissions.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { AppDeps } from './deps.ts';
@@ -16,6 +17,9 @@ const ADMISSION_OUTCOME: Record<string, string> = {
 
 /** An instance's in-flight count stops counting this long after its last heartbeat (a crash). */
 const STALE_SECONDS = 30;
+
+/** oidc-provider's opaque access tokens: 43 base64url characters (API keys all start with bp_). */
+const OAUTH_ACCESS_TOKEN = /^[A-Za-z0-9_-]{43}$/;
 const HEARTBEAT_MS = 10_000;
 
 /**
@@ -61,6 +65,8 @@ export async function admit(deps: AppDeps, req: Request, res: Response): Promise
     throw unauthorized('api_key_missing', 'No API key was sent.', 'Send your key in the header `Authorization: Bearer <key>`.');
   }
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  // An OAuth access token (docs/oauth.md): opaque, 43 base64url characters, unlike any key's form.
+  if (match && !isWellFormedKey(match[1]!) && OAUTH_ACCESS_TOKEN.test(match[1]!)) return admitAccessToken(deps, match[1]!, res);
   if (!match || !isWellFormedKey(match[1]!)) {
     throw unauthorized('api_key_malformed', 'The Authorization header does not hold a Business Platform API key.',
       'Use `Authorization: Bearer bp_live_…` (or bp_test_…, bp_rk_…) with the full key text as it was shown at creation.');
@@ -77,6 +83,31 @@ export async function admit(deps: AppDeps, req: Request, res: Response): Promise
       throw unauthorized('api_key_expired', 'This API key has expired.', 'Create a new key; consider an expiration date further out and rotate keys before they expire.');
   }
 
+  return admitted(deps, row, res);
+}
+
+/**
+ * An OAuth access token: looked up (by its SHA-256, as the provider stores it) and counted by
+ * `bp_admit_token` on the same rate-limit tables as keys, keyed by the client. It acts in the
+ * client's mode, in the account the user signed in to (or the client's, for client credentials),
+ * holding the permission scopes it was granted (read-only for a viewer) as a restricted key would.
+ */
+async function admitAccessToken(deps: AppDeps, token: string, res: Response): Promise<AuthContext> {
+  const row = await deps.concurrency.admitToken(tokenRowId(token), deps.config);
+  admissions.inc({ outcome: ADMISSION_OUTCOME[row.outcome] });
+  switch (row.outcome) {
+    case 'unknown':
+      throw unauthorized('access_token_invalid', 'This access token does not exist.', 'Check that the whole token was sent, or get a new one from the token endpoint (/oauth/token).');
+    case 'revoked':
+      throw unauthorized('access_token_revoked', 'This access token has been revoked (by the client, a reused refresh token, the client\'s removal, or the user leaving the account).', 'Get a new access token from the token endpoint (/oauth/token).');
+    case 'expired':
+      throw unauthorized('access_token_expired', 'This access token has expired.', 'Use your refresh token (grant_type=refresh_token) or the client credentials grant to get a new one.');
+  }
+  return admitted(deps, row, res, true);
+}
+
+function admitted(deps: AppDeps, row: AdmitRow, res: Response, oauth = false): AuthContext {
+  const limits = deps.config;
   const headers = rateLimitHeaders(row, limits.RATE_LIMIT_PER_DAY, limits.RATE_LIMIT_CONCURRENCY);
   for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
 
@@ -91,7 +122,7 @@ export async function admit(deps: AppDeps, req: Request, res: Response): Promise
   res.once('close', () => void release());
   const auth: AuthContext = {
     keyId: row.key_id, accountId: row.account_id, livemode: row.livemode,
-    keyType: row.key_type, permissions: row.permissions, tier: row.tier,
+    keyType: row.key_type, permissions: row.permissions, tier: row.tier, ...(oauth ? { oauth: true } : {}),
   };
   state(res).auth = auth;
   return auth;
@@ -100,6 +131,15 @@ export async function admit(deps: AppDeps, req: Request, res: Response): Promise
 export function requirePermission(auth: AuthContext, permission: Permission): void {
   const granted = auth.keyType === 'restricted' ? auth.permissions : ['*'];
   if (allows(granted, permission)) return;
+  if (auth.oauth) {
+    throw new ApiError({
+      status: 403, code: 'permission_denied', title: 'Forbidden',
+      detail: `This access token lacks the scope ${permission}.`,
+      suggestion: `Authorize again asking for ${permission} (or ${permission.replace(':read', ':write')}) in \`scope\`; the client must be registered with that scope, and a viewer's tokens only read.`,
+      extensions: { required_permission: permission, required_scope: permission },
+      headers: { 'WWW-Authenticate': `Bearer realm="business-platform", error="insufficient_scope", scope="${permission}"` },
+    });
+  }
   throw new ApiError({
     status: 403, code: 'permission_denied', title: 'Forbidden',
     detail: `This restricted key lacks the permission ${permission}.`,
@@ -194,6 +234,17 @@ export class ConcurrencyTracker {
         this.admitBatch(limits);
       });
     });
+  }
+
+  /** Authenticates and counts an OAuth access token (by its hash): `bp_admit_token`, one round trip. */
+  async admitToken(tokenHash: string, limits: Limits): Promise<AdmitRow> {
+    const { rows } = await this.pool.query<AdmitRow>({
+      name: 'bp_admit_token',
+      text: 'select * from bp_admit_token($1, $2, $3, $4, $5, $6, $7, $8)',
+      values: [tokenHash, this.instanceId, limits.RATE_LIMIT_PER_MINUTE, limits.RATE_LIMIT_PER_MINUTE_PREMIUM,
+        limits.RATE_LIMIT_PER_DAY, limits.RATE_LIMIT_CONCURRENCY, STALE_SECONDS, Math.round(this.clock.offsetMs)],
+    });
+    return rows[0]!;
   }
 
   private admitBatch(limits: Limits): void {

@@ -133,11 +133,17 @@ export async function rotateProviderKeys(
       `insert into oauth_signing_keys (id, kind, secret, activates_at) values ($1, 'cookie', $2, now() + make_interval(secs => $3))`,
       [`c_${randomBytes(12).toString('base64url')}`, randomBytes(32).toString('base64url'), lead],
     );
-    // Every older key of either kind retires when its successor activates.
+    // A key still waiting to activate is superseded (it never signed): gone at once. Every other
+    // older key of either kind retires when its successor activates.
+    await client.query(
+      `delete from oauth_signing_keys where id <> $1 and activates_at > now()
+          and created_at < (select created_at from oauth_signing_keys where id = $1)`,
+      [jwk.kid],
+    );
     await client.query(
       `update oauth_signing_keys set retired_at = now() + make_interval(secs => $1),
               delete_after = now() + make_interval(secs => $1 + $2)
-        where retired_at is null and id <> $3 and activates_at <= now() + make_interval(secs => $1)
+        where retired_at is null and id <> $3
           and created_at < (select created_at from oauth_signing_keys where id = $3)`,
       [lead, retain, jwk.kid],
     );

@@ -174,10 +174,12 @@ export class OidcServer {
         const { oidc } = ctx;
         const grantId = oidc.result?.consent?.grantId ?? oidc.session!.grantIdFor(oidc.client!.clientId);
         if (grantId) return oidc.provider.Grant.find(grantId);
-        if (!platformMetadata(oidc.client!).bp_first_party) return undefined;
+        if (!platformMetadata(oidc.client!).bp_first_party || !oidc.session?.accountId) return undefined;
         const grant = new oidc.provider.Grant({ clientId: oidc.client!.clientId, accountId: oidc.session!.accountId });
         const requested = [...oidc.requestParamScopes];
-        grant.addOIDCScope(requested.filter((s) => (OIDC_SCOPES as readonly string[]).includes(s)).join(' '));
+        // The permission scopes are listed in `scopes` (discovery), so the provider counts them among
+        // the "OIDC" scopes a grant must hold as well as the resource's.
+        grant.addOIDCScope([...oidc.requestParamOIDCScopes].join(' '));
         const resource = permissionScopesOf(requested);
         if (resource.length) grant.addResourceScope(apiResource, resource.join(' '));
         await grant.save();
@@ -194,7 +196,16 @@ export class OidcServer {
       features: {
         devInteractions: { enabled: false },
         clientCredentials: { enabled: true },
-        revocation: { enabled: true },
+        revocation: {
+          enabled: true,
+          // RFC 7009: a client revokes its own tokens only. Another's is refused (confidential) or
+          // ignored (public: answered as if done, as the provider's default does).
+          allowedPolicy(_ctx, client, token) {
+            if (token.clientId === client.clientId) return true;
+            if (client.clientAuthMethod === 'none') return false;
+            throw new errors.InvalidRequest('client is not authorized to revoke the presented token');
+          },
+        },
         introspection: {
           enabled: true,
           // A client introspects its own tokens and those of its account's other clients, never
