@@ -1,8 +1,7 @@
 import type { Request, Response } from 'express';
 import type { Pool } from 'pg';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { hashKey, isWellFormedKey } from '../../domain/accounts/keys.ts';
-import { tokenRowId } from '../../domain/identity/oidc-adapter.ts';
 import { allows, type Permission } from '../../domain/permissions.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { AppDeps } from './deps.ts';
@@ -93,7 +92,8 @@ export async function admit(deps: AppDeps, req: Request, res: Response): Promise
  * holding the permission scopes it was granted (read-only for a viewer) as a restricted key would.
  */
 async function admitAccessToken(deps: AppDeps, token: string, res: Response): Promise<AuthContext> {
-  const row = await deps.concurrency.admitToken(tokenRowId(token), deps.config);
+  // The provider keeps tokens by their SHA-256 (domain/identity/oidc-adapter.ts `tokenRowId`).
+  const row = await deps.concurrency.admitToken(createHash('sha256').update(token).digest('base64url'), deps.config);
   admissions.inc({ outcome: ADMISSION_OUTCOME[row.outcome] });
   switch (row.outcome) {
     case 'unknown':
