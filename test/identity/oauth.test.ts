@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
 import { describe, expect, it } from 'vitest';
@@ -15,6 +17,7 @@ let key: string;
 let accountId: string;
 usePlatform({ ownAccount: true }, (t) => ({ platform, http, key, accountId } = t));
 
+const exec = promisify(execFile);
 const REDIRECT = 'http://127.0.0.1:9/cb';
 const PASSWORD = 'a long enough password 42';
 const insecure = { execute: [oidc.allowInsecureRequests] };
@@ -246,4 +249,34 @@ describe('OpenID Provider at /oauth', () => {
     const verified = await jwtVerify(before.tokens.id_token!, createLocalJWKSet(keys as never), { issuer: issuer().href });
     expect(verified.protectedHeader.kid).toBe(oldKid);
   });
+
+  it('a viewer\'s token only reads, whatever scopes it was granted', async () => {
+    const email = await newUser(accountId, 'viewer');
+    const config = await rp(await registerClient({ accountId, firstParty: true, scopes: ['openid', 'crm:write'] }));
+    const { tokens } = await signIn(config, email, 'openid crm:write');
+    expect((await http('/v3/customers', bearer(tokens.access_token))).status).toBe(200);
+    const write = await http('/v3/customers', { ...bearer(tokens.access_token), body: { email: 'v@example.com', name: 'By a viewer' } });
+    expect(write.status).toBe(403);
+    expect(write.body).toMatchObject({ code: 'permission_denied', required_permission: 'crm:write' });
+  });
+
+  it('the CLI registers a client (secret shown once) and rotates the signing key', async () => {
+    const env = { ...process.env, DATABASE_URL: platform.dbUrl, LOG_LEVEL: 'warn' };
+    const created = JSON.parse((await exec(process.execPath, ['bin/cli.ts', 'clients', 'create', '--name', 'Nightly export', '--type', 'confidential',
+      '--grants', 'client_credentials', '--scopes', 'crm:read', '--account', accountId, '--json'], { env })).stdout);
+    expect(created).toMatchObject({ object: 'oauth_client', type: 'confidential', account_id: accountId, client_secret: expect.stringMatching(/^[\w-]{43}$/) });
+    const tokens = await oidc.clientCredentialsGrant(await rp(created), { scope: 'crm:read' });
+    expect((await http('/v3/customers', bearer(tokens.access_token))).status).toBe(200);
+    const listed = JSON.parse((await exec(process.execPath, ['bin/cli.ts', 'clients', 'list', '--account', accountId, '--json'], { env })).stdout);
+    expect(listed.data.map((c: { client_id: string }) => c.client_id)).toContain(created.client_id);
+    expect(JSON.stringify(listed)).not.toContain(created.client_secret);
+
+    const rotated = JSON.parse((await exec(process.execPath, ['bin/cli.ts', 'oauth-keys', 'rotate', '--json'], { env })).stdout);
+    const jwks = (await (await fetch(`${platform.url}/oauth/jwks`)).json()) as { keys: { kid: string }[] };
+    expect(jwks.keys.map((k) => k.kid)).toContain(rotated.kid);
+    const keys = JSON.parse((await exec(process.execPath, ['bin/cli.ts', 'oauth-keys', 'list', '--json'], { env })).stdout);
+    expect(keys.data.find((k: { kid: string }) => k.kid === rotated.kid)).toMatchObject({ status: 'signing' });
+    expect(keys.data.filter((k: { status: string }) => k.status === 'retired').length).toBeGreaterThan(0);
+    expect(JSON.stringify(keys)).not.toMatch(/"d":|private/);
+  }, 60_000);
 });
