@@ -166,6 +166,13 @@ describe('OpenID Provider at /oauth', () => {
     expect(tokens.refresh_token).toBeUndefined();
     const list = await http('/v3/customers', bearer(tokens.access_token));
     expect(list.status).toBe(200);
+    // Rate limits count per client, across its tokens.
+    const second = await oidc.clientCredentialsGrant(config, { scope: 'crm:read' });
+    expect(second.access_token).not.toBe(tokens.access_token);
+    expect((await http('/v3/customers', bearer(second.access_token))).status).toBe(200);
+    const counted = await platform.sql<{ n: number }>(
+      `select sum(count)::int as n from rate_limit_windows where api_key_id = $1 and period = 'minute'`, [client.client_id]);
+    expect(counted[0]!.n).toBe(2);
     const write = await http('/v3/payments/process', { ...bearer(tokens.access_token), body: { amount: 1000, currency: 'usd' } });
     expect(write.status).toBe(403);
     expect(write.body).toMatchObject({ code: 'permission_denied', required_permission: 'payments:write' });
@@ -222,6 +229,11 @@ describe('OpenID Provider at /oauth', () => {
     expect(wrong.text).toContain(`value="${email}"`);
     const forged = await browser.request(action, { form: { csrf_token: 'x'.repeat(43), email, password: PASSWORD } });
     expect(forged.res.status).toBe(403);
+    const nul = await browser.request(action, { form: { csrf_token: hiddenField(login.text, 'csrf_token'), email: `${email}\u0000`, password: PASSWORD } });
+    expect(nul.res.status).toBe(400);
+    expect(nul.text).toContain('control character');
+    const huge = await browser.request(action, { form: { csrf_token: hiddenField(login.text, 'csrf_token'), email, password: 'x'.repeat(100_000) } });
+    expect(huge.res.status).toBe(413);
     // Without the interaction's cookie (another browser), the form is refused as expired.
     const stranger = await new Browser().request(action, { form: { csrf_token: hiddenField(login.text, 'csrf_token'), email, password: PASSWORD } });
     expect(stranger.res.status).toBe(400);

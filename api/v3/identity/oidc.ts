@@ -58,7 +58,7 @@ function sameSecret(stored: string | undefined, presented: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-interface Built { provider: Provider; fingerprint: string }
+interface Built { provider: Provider; fingerprint: string; callback: ReturnType<Provider['callback']> }
 
 /**
  * The platform's OpenID Provider (oidc-provider), one per issuer. It is rebuilt when the keys change
@@ -96,6 +96,10 @@ export class OidcServer {
   }
 
   async provider(req: Request): Promise<Provider> {
+    return (await this.current(req)).provider;
+  }
+
+  private async current(req: Request): Promise<Built> {
     const pool = await this.pool();
     this.keysReady ??= ensureProviderKeys(pool).catch((err: unknown) => {
       this.keysReady = null;
@@ -106,12 +110,13 @@ export class OidcServer {
     this.cookieKeys = keys.cookieKeys;
     const issuer = this.issuerFor(req);
     const cached = this.built.get(issuer);
-    if (cached?.fingerprint === keys.fingerprint) return cached.provider;
+    if (cached?.fingerprint === keys.fingerprint) return cached;
     const provider = this.build(issuer, keys);
+    const built = { provider, fingerprint: keys.fingerprint, callback: provider.callback() };
     this.built.delete(issuer);
-    this.built.set(issuer, { provider, fingerprint: keys.fingerprint });
+    this.built.set(issuer, built);
     while (this.built.size > 8) this.built.delete(this.built.keys().next().value!);
-    return provider;
+    return built;
   }
 
   /**
@@ -132,8 +137,7 @@ export class OidcServer {
 
   /** Hands a request under /oauth (path already relative to it) to the provider. */
   async handle(req: Request, res: Response): Promise<void> {
-    const provider = await this.provider(req);
-    await provider.callback()(req, res);
+    await (await this.current(req)).callback(req, res);
   }
 
   private build(issuer: string, keys: ProviderKeys): Provider {
