@@ -5,7 +5,7 @@ import * as oidc from 'openid-client';
 import { describe, expect, it } from 'vitest';
 import { nativePool } from '../../db/pool.ts';
 import { permissionScopes } from '../../domain/registry.ts';
-import { createOAuthClient, createUser } from '../../domain/identity/public.ts';
+import { createOAuthClient, createUser, revokeOAuthClient } from '../../domain/identity/public.ts';
 import { rotateProviderKeys } from '../../domain/identity/signing-keys.ts';
 import type { TestPlatform } from '../support/platform.ts';
 import { usePlatform, type Http } from '../support/use-platform.ts';
@@ -227,6 +227,9 @@ describe('OpenID Provider at /oauth', () => {
     expect(wrong.res.status).toBe(401);
     expect(wrong.text).toContain('role="alert"');
     expect(wrong.text).toContain(`value="${email}"`);
+    // Counted by the dashboard's sign-in throttle (the same buckets as POST /dashboard/session).
+    const counted = await platform.sql<{ failures: number }>('select failures from login_throttle where bucket = $1', [`email:${email}`]);
+    expect(counted[0]?.failures).toBe(1);
     const forged = await browser.request(action, { form: { csrf_token: 'x'.repeat(43), email, password: PASSWORD } });
     expect(forged.res.status).toBe(403);
     const nul = await browser.request(action, { form: { csrf_token: hiddenField(login.text, 'csrf_token'), email: `${email}\u0000`, password: PASSWORD } });
@@ -291,4 +294,25 @@ describe('OpenID Provider at /oauth', () => {
     expect(keys.data.filter((k: { status: string }) => k.status === 'retired').length).toBeGreaterThan(0);
     expect(JSON.stringify(keys)).not.toMatch(/"d":|private/);
   }, 60_000);
+
+  it('a live-mode client\'s tokens act in live mode only; revoking the client stops its tokens', async () => {
+    const live = await registerClient({ accountId, type: 'confidential', grantTypes: ['client_credentials'], redirectUris: [], scopes: ['crm:read', 'crm:write'], mode: 'live' });
+    const config = await rp(live);
+    const { access_token: token } = await oidc.clientCredentialsGrant(config, { scope: 'crm:read crm:write' });
+    const created = await http('/v3/customers', { ...bearer(token), body: { email: 'live@example.com', name: 'Live customer' } });
+    expect(created.status).toBe(201);
+    expect(created.body.livemode).toBe(true);
+    // The account's test-mode data is not the live token's.
+    const testCustomer = await http('/v3/customers', { key, body: { email: 'test@example.com', name: 'Test customer' } });
+    expect(testCustomer.body.livemode).toBe(false);
+    expect((await http(`/v3/customers/${testCustomer.body.id}`, bearer(token))).status).toBe(404);
+    expect((await http(`/v3/customers/${created.body.id}`, { key })).status).toBe(404);
+
+    await revokeOAuthClient(platform.orm, { accountId, clientId: live.client_id });
+    const after = await http('/v3/customers', bearer(token));
+    expect(after.status).toBe(401);
+    expect(after.body.code).toBe('access_token_revoked');
+    const refused = await oidc.clientCredentialsGrant(config, { scope: 'crm:read' }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ status: 401, cause: [{ parameters: { error: 'invalid_client' } }] });
+  });
 });
