@@ -9,7 +9,7 @@ import { ApiError } from '../../../platform/errors.ts';
 import { escapeHtml } from './html.ts';
 import { OAUTH_PATH, page, permissionScopesOf, type OidcServer } from './oidc.ts';
 import { SMALL_BODY_LIMIT } from './body.ts';
-import { clientIp } from './session.ts';
+import { clientIp, methodNotAllowed } from './session.ts';
 
 /**
  * The provider's interactions: the sign-in form (the dashboard's users, their password, the same
@@ -117,7 +117,21 @@ export function mountInteractions(router: Router, deps: AppDeps, oidc: OidcServe
     return [...new Set([...oidcScopes, ...resource])];
   }
 
-  router.get(`${OAUTH_PATH}/interaction/:uid`, async (req, res) => {
+  // One handler per path, dispatching on the method (as /dashboard/session does): these pages are
+  // not /v3 routes, so they stay out of the OpenAPI document, whose test lists method routes.
+  const actions: Record<string, (req: Request, res: Response) => Promise<void>> = {};
+  router.all(`${OAUTH_PATH}/interaction/:uid`, (req, res) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') throw methodNotAllowed(`${OAUTH_PATH}/interaction/{uid}`, 'GET');
+    return show(req, res);
+  });
+  router.all(`${OAUTH_PATH}/interaction/:uid/:action`, (req, res, next) => {
+    const action = Object.hasOwn(actions, req.params.action!) ? actions[req.params.action!] : undefined;
+    if (!action) return next();
+    if (req.method !== 'POST') throw methodNotAllowed(`${OAUTH_PATH}/interaction/{uid}/${req.params.action}`, 'POST');
+    return action(req, res);
+  });
+
+  async function show(req: Request, res: Response): Promise<void> {
     const found = await details(req);
     if (!found) return expired(res);
     const { interaction, clientName } = found;
@@ -126,9 +140,9 @@ export function mountInteractions(router: Router, deps: AppDeps, oidc: OidcServe
       return sendPage(res, 200, 'Sign in', loginForm({ uid: interaction.uid, token, client: clientName }));
     }
     sendPage(res, 200, 'Allow access', consentForm({ uid: interaction.uid, token, client: clientName, scopes: missingScopes(interaction.prompt) }));
-  });
+  }
 
-  router.post(`${OAUTH_PATH}/interaction/:uid/login`, async (req, res) => {
+  actions.login = async (req, res) => {
     const form = await readForm(req);
     const found = await details(req);
     if (!found) return expired(res);
@@ -155,9 +169,9 @@ export function mountInteractions(router: Router, deps: AppDeps, oidc: OidcServe
         : `Too many failed sign-ins. ${err.suggestion}`;
       sendPage(res, err.status, 'Sign in', loginForm({ ...view, error: message }));
     }
-  });
+  };
 
-  router.post(`${OAUTH_PATH}/interaction/:uid/confirm`, async (req, res) => {
+  actions.confirm = async (req, res) => {
     const form = await readForm(req);
     const found = await details(req);
     if (!found) return expired(res);
@@ -179,9 +193,9 @@ export function mountInteractions(router: Router, deps: AppDeps, oidc: OidcServe
     }
     const grantId = await grant.save();
     await provider.interactionFinished(req, res, { consent: interaction.grantId ? {} : { grantId } }, { mergeWithLastSubmission: true });
-  });
+  };
 
-  router.post(`${OAUTH_PATH}/interaction/:uid/abort`, async (req, res) => {
+  actions.abort = async (req, res) => {
     const form = await readForm(req);
     const found = await details(req);
     if (!found) return expired(res);
@@ -189,5 +203,5 @@ export function mountInteractions(router: Router, deps: AppDeps, oidc: OidcServe
     await found.provider.interactionFinished(req, res, {
       error: 'access_denied', error_description: 'The user cancelled the sign-in or denied access.',
     }, { mergeWithLastSubmission: false });
-  });
+  };
 }

