@@ -3,6 +3,7 @@ import type { Pool } from 'pg';
 import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { AppDeps } from '../../http/deps.ts';
+import { isDatabaseDown } from '../../http/problems.ts';
 import { nativePool } from '../../../db/pool.ts';
 import { hashClientSecret, OIDC_SCOPES } from '../../../domain/identity/clients.ts';
 import { findOidcAccount, parseSubject } from '../../../domain/identity/oidc-accounts.ts';
@@ -254,7 +255,21 @@ export class OidcServer {
         return sameSecret(this.clientSecret, presented);
       },
     });
-    provider.on('server_error', (_ctx: KoaContextWithOIDC, err: Error) => this.deps.logger.error('oauth server error', { error: err }));
+    // A database outage inside the provider (its adapter) is a 503 with Retry-After, in OAuth's own
+    // error format (`temporarily_unavailable`), not a 500 server_error.
+    provider.use(async (ctx, next) => {
+      await next();
+      if (ctx.state.bpDatabaseDown) {
+        ctx.status = 503;
+        ctx.set('Retry-After', '5');
+        ctx.set('Cache-Control', 'no-store');
+        ctx.body = { error: 'temporarily_unavailable', error_description: 'The database is unreachable; retry in a few seconds.' };
+      }
+    });
+    provider.on('server_error', (ctx: KoaContextWithOIDC, err: Error) => {
+      if (isDatabaseDown(err)) ctx.state.bpDatabaseDown = true;
+      else this.deps.logger.error('oauth server error', { error: err });
+    });
     return provider;
   }
 }
