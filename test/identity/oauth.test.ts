@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { nativePool } from '../../db/pool.ts';
 import { permissionScopes } from '../../domain/registry.ts';
 import { createOAuthClient, createUser, revokeOAuthClient } from '../../domain/identity/public.ts';
+import { purgeExpiredOidcModels } from '../../domain/identity/oidc-adapter.ts';
 import { rotateProviderKeys } from '../../domain/identity/signing-keys.ts';
 import type { TestPlatform } from '../support/platform.ts';
 import { usePlatform, type Http } from '../support/use-platform.ts';
@@ -314,5 +315,13 @@ describe('OpenID Provider at /oauth', () => {
     expect(after.body.code).toBe('access_token_revoked');
     const refused = await oidc.clientCredentialsGrant(config, { scope: 'crm:read' }).catch((e: unknown) => e);
     expect(refused).toMatchObject({ status: 401, cause: [{ parameters: { error: 'invalid_client' } }] });
+  });
+
+  it('purges provider rows a day after they expire, keeping recently expired ones (they still answer "expired")', async () => {
+    await platform.sql(`insert into oidc_models (model, id, payload, expires_at) values
+      ('AccessToken', 'purge-old', '{}', now() - interval '2 days'), ('AccessToken', 'purge-recent', '{}', now() - interval '1 hour')`);
+    expect(await purgeExpiredOidcModels(await nativePool(platform.orm))).toBeGreaterThanOrEqual(1);
+    const left = await platform.sql<{ id: string }>(`select id from oidc_models where id like 'purge-%'`);
+    expect(left.map((r) => r.id)).toEqual(['purge-recent']);
   });
 });

@@ -7,7 +7,7 @@ import { isDatabaseDown } from '../../http/problems.ts';
 import { nativePool } from '../../../db/pool.ts';
 import { hashClientSecret, OIDC_SCOPES } from '../../../domain/identity/clients.ts';
 import { findOidcAccount, parseSubject } from '../../../domain/identity/oidc-accounts.ts';
-import { PostgresOidcAdapter, type AdapterPayload } from '../../../domain/identity/oidc-adapter.ts';
+import { PostgresOidcAdapter, purgeExpiredOidcModels, type AdapterPayload } from '../../../domain/identity/oidc-adapter.ts';
 import { ensureProviderKeys, loadProviderKeys, type ProviderKeys } from '../../../domain/identity/signing-keys.ts';
 import { escapeHtml } from './html.ts';
 
@@ -72,6 +72,7 @@ export class OidcServer {
   private keysReady: Promise<void> | null = null;
   /** The cookie secrets last read (newest first): they also key the interaction forms' CSRF tokens. */
   private cookieKeys: string[] = [];
+  private lastPurge = 0;
 
   constructor(deps: AppDeps) {
     this.deps = deps;
@@ -109,6 +110,12 @@ export class OidcServer {
     await this.keysReady;
     const keys = await loadProviderKeys(pool);
     this.cookieKeys = keys.cookieKeys;
+    // Expired tokens, codes and sessions are deleted now and then (at most hourly per process, in
+    // the background: a failure is logged and retried an hour later).
+    if (Date.now() - this.lastPurge > 3600_000) {
+      this.lastPurge = Date.now();
+      purgeExpiredOidcModels(pool).catch((err: unknown) => this.deps.logger.warn('oauth: expired rows not purged', { error: err }));
+    }
     const issuer = this.issuerFor(req);
     const cached = this.built.get(issuer);
     if (cached?.fingerprint === keys.fingerprint) return cached;
