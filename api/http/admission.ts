@@ -16,10 +16,10 @@ const ADMISSION_OUTCOME: Record<string, string> = {
 
 /** An instance's in-flight count stops counting this long after its last heartbeat (a crash). */
 const STALE_SECONDS = 30;
+const HEARTBEAT_MS = 10_000;
 
 /** oidc-provider's opaque access tokens: 43 base64url characters (API keys all start with bp_). */
 const OAUTH_ACCESS_TOKEN = /^[A-Za-z0-9_-]{43}$/;
-const HEARTBEAT_MS = 10_000;
 
 /**
  * The clock the minute and day windows are counted on: the database's, shifted by `offsetMs`. Always
