@@ -139,7 +139,7 @@ export function buildOpenApi(routes: RouteSpec<any, any, any>[], extras: ExtraRo
     servers: [{ url: '/' }],
     security: [{ bearerAuth: [] }],
     components: {
-      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'bp_live_…, bp_test_… or restricted bp_rk_… keys' } },
+      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'bp_live_…, bp_test_… or restricted bp_rk_… keys, or an OAuth access token from /oauth/token (its scopes are its permissions; docs/oauth.md)' } },
       schemas: { Problem: problemSchema },
     },
     paths,

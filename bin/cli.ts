@@ -8,6 +8,12 @@
  *   npm run --silent cli -- users create --email EMAIL --role owner|admin|developer|viewer [--account ACCOUNT_ID]
  *        [--password PASSWORD] [--json]   (without --password: BP_USER_PASSWORD, else a generated one printed once)
  *   npm run --silent cli -- users list [--account ACCOUNT_ID] [--json]
+ *   npm run --silent cli -- clients create --name NAME --type public|confidential --grants authorization_code,refresh_token,client_credentials
+ *        --scopes openid,payments:read [--redirect-uris https://app.example.com/cb] [--mode live|test] [--first-party] [--account ACCOUNT_ID] [--json]
+ *   npm run --silent cli -- clients list [--account ACCOUNT_ID] [--json]
+ *   npm run --silent cli -- clients revoke CLIENT_ID [--account ACCOUNT_ID] [--json]
+ *   npm run --silent cli -- oauth-keys rotate [--lead SECONDS] [--json]   (publish a new signing key; it signs after SECONDS, default 0)
+ *   npm run --silent cli -- oauth-keys list [--json]
  * It works on the same database as `npm start` (platform/local-database.ts resolveDatabase): DATABASE_URL,
  * or the embedded one under DATA_DIR (default .data/); it names it on stderr, password masked.
  */
@@ -18,6 +24,9 @@ import { ACCOUNT_TIERS, KEY_TYPES, type AccountTier, type KeyType } from '../dom
 import { createAccount, createKey, defaultAccount, keyUsage, listKeys, revokeKey } from '../domain/accounts/service.ts';
 import { DASHBOARD_ROLES, addMember, type DashboardRole } from '../domain/identity/public.ts';
 import { listUsers } from '../domain/identity/users.ts';
+import { GRANT_TYPES, createOAuthClient, listOAuthClients, revokeOAuthClient, type GrantType } from '../domain/identity/public.ts';
+import { listSigningKeys, rotateProviderKeys } from '../domain/identity/signing-keys.ts';
+import { nativePool } from '../db/pool.ts';
 import { ApiError } from '../platform/errors.ts';
 import { loadConfigOrExit } from '../platform/config.ts';
 import { maskDatabaseUrl, resolveDatabase } from '../platform/local-database.ts';
@@ -30,7 +39,14 @@ const USAGE = `Usage:
   cli keys revoke KEY_ID [--json]
   cli users create --email EMAIL --role owner|admin|developer|viewer [--account ACCOUNT_ID] [--password PASSWORD] [--json]
                    (without --password: the BP_USER_PASSWORD environment variable, else a generated password shown once)
-  cli users list [--account ACCOUNT_ID] [--json]`;
+  cli users list [--account ACCOUNT_ID] [--json]
+  cli clients create --name NAME --type public|confidential --grants authorization_code,refresh_token,client_credentials
+                     --scopes openid,email,payments:read [--redirect-uris URI,URI] [--mode live|test] [--first-party]
+                     [--account ACCOUNT_ID] [--json]   (a confidential client's secret is shown once)
+  cli clients list [--account ACCOUNT_ID] [--json]
+  cli clients revoke CLIENT_ID [--account ACCOUNT_ID] [--json]
+  cli oauth-keys rotate [--lead SECONDS] [--json]   (the new signing key is published now and signs after SECONDS; default 0)
+  cli oauth-keys list [--json]`;
 
 class UsageError extends Error {}
 
@@ -42,6 +58,8 @@ const { values: opts, positionals } = (() => {
         name: { type: 'string' }, tier: { type: 'string' }, type: { type: 'string' }, mode: { type: 'string' },
         permissions: { type: 'string' }, expires: { type: 'string' }, account: { type: 'string' },
         email: { type: 'string' }, role: { type: 'string' }, password: { type: 'string' },
+        grants: { type: 'string' }, scopes: { type: 'string' }, 'redirect-uris': { type: 'string' },
+        'first-party': { type: 'boolean', default: false }, lead: { type: 'string' },
         json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' },
       },
     });
@@ -120,6 +138,46 @@ async function run(orm: MikroORM, [area, action, arg]: string[]): Promise<void> 
       const rows = users.map((u) => [u.id, u.email, u.memberships.map((m) => `${m.account_id}:${m.role}`).join(' ')]);
       const table = [['ID', 'EMAIL', 'MEMBERSHIPS'], ...rows].map((r) => r.join('  ')).join('\n');
       return print({ object: 'list', data: users }, rows.length ? table : 'No users yet: create the first owner with `users create --role owner`.');
+    }
+    case 'clients create': {
+      const list = (value: string | undefined) => (value ?? '').split(',').map((v) => v.trim()).filter(Boolean);
+      const grants = list(required('grants', opts.grants));
+      for (const g of grants) oneOf<GrantType>('grants', g, GRANT_TYPES);
+      const { client_secret: secret, ...client } = await createOAuthClient(orm, {
+        accountId: opts.account ?? (await defaultAccount(orm)).id,
+        name: required('name', opts.name),
+        type: oneOf('type', required('type', opts.type), ['public', 'confidential'] as const)!,
+        mode: oneOf('mode', opts.mode, ['live', 'test'] as const),
+        grantTypes: grants as GrantType[],
+        scopes: list(required('scopes', opts.scopes)),
+        redirectUris: list(opts['redirect-uris']),
+        firstParty: opts['first-party'],
+      }, permissionScopes);
+      const lines = [`Registered ${client.type} OAuth client ${client.client_id} (${client.name}, ${client.mode} mode) on account ${client.account_id}`];
+      if (secret) lines.push('', `  client_secret: ${secret}`, '', 'This is the only time the secret is shown: store it in a secret manager.');
+      return print({ ...client, ...(secret ? { client_secret: secret } : {}) }, lines.join('\n'));
+    }
+    case 'clients list': {
+      const clients = await listOAuthClients(orm, opts.account ?? (await defaultAccount(orm)).id);
+      const rows = clients.map((c) => [c.client_id, c.name, c.type, c.mode, c.status, c.grant_types.join(','), c.scopes.join(' ')]);
+      const table = [['CLIENT ID', 'NAME', 'TYPE', 'MODE', 'STATUS', 'GRANTS', 'SCOPES'], ...rows].map((r) => r.join('  ')).join('\n');
+      return print({ object: 'list', data: clients }, rows.length ? table : 'No OAuth clients yet: register one with `clients create`.');
+    }
+    case 'clients revoke': {
+      const client = await revokeOAuthClient(orm, { accountId: opts.account ?? (await defaultAccount(orm)).id, clientId: required('CLIENT_ID', arg) });
+      return print(client, `Revoked ${client.client_id} (${client.name}); its tokens stopped working.`);
+    }
+    case 'oauth-keys rotate': {
+      const lead = opts.lead === undefined ? 0 : Number(opts.lead);
+      if (!Number.isInteger(lead) || lead < 0 || lead > 30 * 86_400) throw new UsageError('--lead must be a whole number of seconds from 0 to 2592000');
+      const key = await rotateProviderKeys(await nativePool(orm), { leadSeconds: lead });
+      return print(key, `Published signing key ${key.kid}; it signs from ${key.activates_at}. The previous key stays in the JWKS for a day after that.`);
+    }
+    case 'oauth-keys list': {
+      const keys = await listSigningKeys(await nativePool(orm));
+      const rows = keys.map((k) => [k.kid, k.status, k.activates_at, k.delete_after ?? '-']);
+      const table = [['KID', 'STATUS', 'SIGNS FROM', 'UNPUBLISHED AFTER'], ...rows].map((r) => r.join('  ')).join('\n');
+      return print({ object: 'list', data: keys }, rows.length ? table : 'No signing keys yet: the API creates the first one when /oauth is first used.');
     }
     default:
       throw new UsageError(area ? `Unknown command: ${positionals.join(' ')}` : 'No command given');

@@ -29,6 +29,11 @@ const schema = z.object({
   DATA_DIR: z.string().min(1).optional(),
   TEMPORAL_UI_URL: z.url().optional(),
   /**
+   * The public origin of the API (e.g. https://api.example.com), behind any proxy: the OpenID
+   * Provider's issuer is PUBLIC_URL/oauth. Unset (development, tests): taken from each request.
+   */
+  PUBLIC_URL: z.url().regex(/^https?:\/\/[^/?#]+\/?$/, 'expected an origin such as https://api.example.com').optional(),
+  /**
    * Workers: how long a workflow task waits for the worker that has the workflow cached (its sticky
    * queue) before any worker may take it; bounds the pause of those workflows when that worker dies.
    */

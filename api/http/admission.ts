@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import type { Pool } from 'pg';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { hashKey, isWellFormedKey } from '../../domain/accounts/keys.ts';
 import { allows, type Permission } from '../../domain/permissions.ts';
 import { ApiError } from '../../platform/errors.ts';
@@ -35,6 +35,9 @@ const MAX_CONTEXTS = 10_000;
  */
 const ASYNC_COMMIT = "set_config('synchronous_commit', 'off', true)";
 
+/** oidc-provider's opaque access tokens: 43 base64url characters (API keys all start with bp_). */
+const OAUTH_ACCESS_TOKEN = /^[A-Za-z0-9_-]{43}$/;
+
 /**
  * The clock the minute and day windows are counted on: the database's, shifted by `offsetMs`. Always
  * 0 in production; a test shifts it to start a burst just after a window boundary.
@@ -66,22 +69,53 @@ const unauthorized = (code: string, detail: string, suggestion: string) =>
     headers: { 'WWW-Authenticate': 'Bearer realm="business-platform"' },
   });
 
-/** The SHA-256 of the request's API key; 401 when it sent none or not one of ours. */
-function presentedKeyHash(req: Request): string {
+/** What the request presents: an API key (by its SHA-256) or an OAuth access token; 401 when neither. */
+type Presented = { kind: 'key'; hash: string } | { kind: 'token'; token: string };
+
+function presented(req: Request): Presented {
   const header = req.headers.authorization;
   if (!header) {
     throw unauthorized('api_key_missing', 'No API key was sent.', 'Send your key in the header `Authorization: Bearer <key>`.');
   }
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  // An OAuth access token (docs/oauth.md): opaque, 43 base64url characters, unlike any key's form.
+  if (match && !isWellFormedKey(match[1]!) && OAUTH_ACCESS_TOKEN.test(match[1]!)) return { kind: 'token', token: match[1]! };
   if (!match || !isWellFormedKey(match[1]!)) {
     throw unauthorized('api_key_malformed', 'The Authorization header does not hold a Business Platform API key.',
       'Use `Authorization: Bearer bp_live_…` (or bp_test_…, bp_rk_…) with the full key text as it was shown at creation.');
   }
-  return hashKey(match[1]!);
+  return { kind: 'key', hash: hashKey(match[1]!) };
+}
+
+const TOKEN_REFUSALS = {
+  unknown: () => unauthorized('access_token_invalid', 'This access token does not exist.',
+    'Check that the whole token was sent, or get a new one from the token endpoint (/oauth/token).'),
+  revoked: () => unauthorized('access_token_revoked',
+    'This access token has been revoked (by the client, a reused refresh token, the client\'s removal, or the user leaving the account).',
+    'Get a new access token from the token endpoint (/oauth/token).'),
+  expired: () => unauthorized('access_token_expired', 'This access token has expired.',
+    'Use your refresh token (grant_type=refresh_token) or the client credentials grant to get a new one.'),
+};
+
+/**
+ * An OAuth access token: looked up (by its SHA-256, as the provider stores it) and counted by
+ * `bp_admit_token` on the same rate-limit tables as keys, keyed by the client. It acts in the
+ * client's mode, in the account the user signed in to (or the client's, for client credentials),
+ * holding the permission scopes it was granted (read-only for a viewer) as a restricted key would.
+ */
+async function admitAccessToken(deps: AppDeps, token: string, res: Response): Promise<AuthContext> {
+  // The provider keeps tokens by their SHA-256 (domain/identity/oidc-adapter.ts `tokenRowId`).
+  const row = await deps.concurrency.admitToken(createHash('sha256').update(token).digest('base64url'), deps.config);
+  const refusal = TOKEN_REFUSALS[row.outcome as keyof typeof TOKEN_REFUSALS];
+  if (refusal) {
+    admissions.inc({ outcome: ADMISSION_OUTCOME[row.outcome] });
+    throw refusal();
+  }
+  return admitted(deps, res, row, true);
 }
 
 /** Applies the database's answer: 401 or 429 as it says, else the rate-limit headers and the key's context. */
-function admitted(deps: AppDeps, res: Response, row: AdmitRow): AuthContext {
+function admitted(deps: AppDeps, res: Response, row: AdmitRow, oauth = false): AuthContext {
   admissions.inc({ outcome: ADMISSION_OUTCOME[row.outcome] });
   switch (row.outcome) {
     case 'unknown':
@@ -97,7 +131,7 @@ function admitted(deps: AppDeps, res: Response, row: AdmitRow): AuthContext {
   if (row.outcome !== 'admitted') throw limited(row);
   const auth: AuthContext = {
     keyId: row.key_id, accountId: row.account_id, livemode: row.livemode,
-    keyType: row.key_type, permissions: row.permissions, tier: row.tier,
+    keyType: row.key_type, permissions: row.permissions, tier: row.tier, ...(oauth ? { oauth: true } : {}),
   };
   state(res).auth = auth;
   return auth;
@@ -110,8 +144,13 @@ function admitted(deps: AppDeps, res: Response, row: AdmitRow): AuthContext {
  * limited response and releases the concurrency slot when the response is done.
  */
 export async function admit(deps: AppDeps, req: Request, res: Response): Promise<AuthContext> {
-  const keyHash = presentedKeyHash(req);
-  const auth = admitted(deps, res, await deps.concurrency.admit(keyHash, deps.config));
+  return admitPresented(deps, presented(req), res);
+}
+
+async function admitPresented(deps: AppDeps, what: Presented, res: Response): Promise<AuthContext> {
+  const auth = what.kind === 'token'
+    ? await admitAccessToken(deps, what.token, res)
+    : admitted(deps, res, await deps.concurrency.admit(what.hash, deps.config));
   // The slot is given back before the response is written (so a client that waits for its answer
   // never finds its own slot still taken), or when the connection closes without an answer.
   deps.concurrency.started(auth.keyId);
@@ -135,16 +174,17 @@ export async function admit(deps: AppDeps, req: Request, res: Response): Promise
 export async function admitAndRead<T>(
   deps: AppDeps, req: Request, res: Response, permission: Permission, read: (auth: AuthContext) => Promise<T>,
 ): Promise<T> {
-  const keyHash = presentedKeyHash(req);
-  const remembered = deps.concurrency.remembered(keyHash);
-  if (!remembered || !permits(remembered, permission)) {
-    const auth = await admit(deps, req, res);
+  const what = presented(req);
+  // Access tokens are not remembered: each is looked up (it may be revoked at any moment).
+  const remembered = what.kind === 'key' ? deps.concurrency.remembered(what.hash) : undefined;
+  if (what.kind === 'token' || !remembered || !permits(remembered, permission)) {
+    const auth = await admitPresented(deps, what, res);
     requirePermission(auth, permission);
     return read(auth);
   }
   // Settled either way, so a read that fails before the admission answers is not an unhandled rejection.
   const early = read(remembered).then((value) => ({ value }), (error: unknown) => ({ error }));
-  const auth = admitted(deps, res, await deps.concurrency.admit(keyHash, deps.config, true));
+  const auth = admitted(deps, res, await deps.concurrency.admit(what.hash, deps.config, true));
   requirePermission(auth, permission);
   if (!sameContext(auth, remembered)) return read(auth);
   const outcome = await early;
@@ -163,6 +203,15 @@ function permits(auth: AuthContext, permission: Permission): boolean {
 
 export function requirePermission(auth: AuthContext, permission: Permission): void {
   if (permits(auth, permission)) return;
+  if (auth.oauth) {
+    throw new ApiError({
+      status: 403, code: 'permission_denied', title: 'Forbidden',
+      detail: `This access token lacks the scope ${permission}.`,
+      suggestion: `Authorize again asking for ${permission} (or ${permission.replace(':read', ':write')}) in \`scope\`; the client must be registered with that scope, and a viewer's tokens only read.`,
+      extensions: { required_permission: permission, required_scope: permission },
+      headers: { 'WWW-Authenticate': `Bearer realm="business-platform", error="insufficient_scope", scope="${permission}"` },
+    });
+  }
   throw new ApiError({
     status: 403, code: 'permission_denied', title: 'Forbidden',
     detail: `This restricted key lacks the permission ${permission}.`,
@@ -272,6 +321,17 @@ export class ConcurrencyTracker {
         });
       }
     });
+  }
+
+  /** Authenticates and counts an OAuth access token (by its hash): `bp_admit_token`, one round trip. */
+  async admitToken(tokenHash: string, limits: Limits): Promise<AdmitRow> {
+    const { rows } = await this.pool.query<AdmitRow>({
+      name: 'bp_admit_token',
+      text: 'select * from bp_admit_token($1, $2, $3, $4, $5, $6, $7, $8)',
+      values: [tokenHash, this.instanceId, limits.RATE_LIMIT_PER_MINUTE, limits.RATE_LIMIT_PER_MINUTE_PREMIUM,
+        limits.RATE_LIMIT_PER_DAY, limits.RATE_LIMIT_CONCURRENCY, STALE_SECONDS, Math.round(this.clock.offsetMs)],
+    });
+    return rows[0]!;
   }
 
   private admitBatch(): void {

@@ -8,6 +8,8 @@ export interface AuthContext extends Scope {
   keyType: 'live' | 'test' | 'restricted';
   permissions: string[];
   tier: 'standard' | 'premium';
+  /** Admitted with an OAuth access token (keyId is then the client's id): the permissions are its scopes. */
+  oauth?: true;
 }
 
 /** Per-request state the pipeline steps share, kept on `res.locals`. */

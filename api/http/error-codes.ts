@@ -22,7 +22,7 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
   api_key_invalid: doc(401, 'Unauthorized', 'No API key with this text exists.', 'Check the key for typos, or create a new key.'),
   api_key_expired: doc(401, 'Unauthorized', 'The API key passed its expiration date.', 'Create a new key and use it instead.'),
   api_key_revoked: doc(401, 'Unauthorized', 'The API key was revoked.', 'Create a new key and use it instead.'),
-  permission_denied: doc(403, 'Forbidden', 'The key is valid but lacks the permission (`<area>:<read|write>`) the operation needs; `detail` names it.', 'Use a key with that permission, or add it to the restricted key.'),
+  permission_denied: doc(403, 'Forbidden', 'The key (or OAuth access token) is valid but lacks the permission (`<area>:<read|write>`) the operation needs; `detail` and `required_permission` name it.', 'Use a key with that permission, or add it to the restricted key; with OAuth, authorize again asking for that scope.'),
   test_mode_only: doc(403, 'Forbidden', 'The operation exists only in test mode (for example test clocks).', 'Use a test key (bp_test_… or bp_rk_test_…).'),
 
   // The request itself
@@ -129,6 +129,9 @@ export const ERROR_CODES: Readonly<Record<string, ErrorCodeDoc>> = {
   csrf_token_invalid: doc(403, 'Forbidden', 'A state-changing dashboard request lacked the session\'s X-CSRF-Token header, or sent another value.', 'Send the csrf_token from the sign-in answer in the X-CSRF-Token header.'),
   user_exists: doc(409, 'Conflict', 'A dashboard user with this email already exists.', 'Add the existing user to the account as a member instead.'),
   member_exists: doc(409, 'Conflict', 'The user is already a member of this account.', 'Change the member\'s role instead.'),
+  access_token_invalid: doc(401, 'Unauthorized', 'The Bearer value has the form of an OAuth access token, but no such token exists.', 'Send the whole access_token from the token endpoint (/oauth/token), or get a new one.'),
+  access_token_revoked: doc(401, 'Unauthorized', 'The OAuth access token was revoked: by its client, by a reused refresh token, by the client\'s removal, or because the user left the account.', 'Get a new access token from /oauth/token.'),
+  access_token_expired: doc(401, 'Unauthorized', 'The OAuth access token is past its lifetime (one hour).', 'Use the refresh token (grant_type=refresh_token), or the client credentials grant, to get a new one.'),
   last_owner: doc(409, 'Conflict', 'The change would leave the account without an owner.', 'Make another member an owner first.'),
   // AI (/v3/ai)
   ai_not_configured: doc(503, 'Service Unavailable', 'No language-model provider is configured on this server (a configuration problem: retrying will not help until it is set).', 'Set AI_PROVIDER (openai or openai-compatible), AI_MODEL and AI_API_KEY (or OPENAI_API_KEY), plus AI_BASE_URL for an OpenAI-compatible server; see docs/ai.md.'),

@@ -1,6 +1,8 @@
 import { mountIdentityPages } from '../../api/v3/identity/pages.ts';
 import { Migration0090IdentityUsersSessions } from '../../db/migrations/0090-identity-users-sessions.ts';
 import { Migration0091IdentityOauth } from '../../db/migrations/0091-identity-oauth.ts';
+import { Migration0092IdentityOauthKeyActivation } from '../../db/migrations/0092-identity-oauth-key-activation.ts';
+import { Migration0093IdentityViewerTokensRead } from '../../db/migrations/0093-identity-viewer-tokens-read.ts';
 import { defineArea } from '../../platform/area.ts';
 
 /**
@@ -13,6 +15,8 @@ export const identityArea = defineArea({
   migrations: [
     { name: '0090-identity-users-sessions', class: Migration0090IdentityUsersSessions },
     { name: '0091-identity-oauth', class: Migration0091IdentityOauth },
+    { name: '0092-identity-oauth-key-activation', class: Migration0092IdentityOauthKeyActivation },
+    { name: '0093-identity-viewer-tokens-read', class: Migration0093IdentityViewerTokensRead },
   ],
   pages: { prefixes: ['/dashboard/session', '/oauth', '/.well-known/'], mount: mountIdentityPages },
 });
