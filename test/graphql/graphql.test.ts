@@ -144,16 +144,15 @@ describe('limits', () => {
   it('refuses a document deeper than the depth limit before running it', async () => {
     const res = await gql('{ customers { edges { node { orders { edges { node { customer { orders { edges { node { shipments { edges { node { id } } } } } } } } } } } } } }');
     expect(res.status, res.text).toBe(400);
+    expect(res.body).toMatchObject({ code: 'query_too_deep', graphql_errors: [{ message: expect.stringMatching(/depth limit of 10/) }] });
     expect(res.body.data).toBeUndefined();
-    expect(res.body.errors[0].extensions.code).toBe('query_too_deep');
-    expect(res.body.errors[0].message).toMatch(/depth limit of 10/);
   });
 
   it('refuses a document above the cost limit', async () => {
     const res = await gql('{ customers(first: 100) { edges { node { id orders(first: 20) { edges { node { id shipments(first: 20) { edges { node { id status } } } } } } } } } }');
     expect(res.status, res.text).toBe(400);
-    expect(res.body.errors[0].extensions.code).toBe('query_too_costly');
-    expect(res.body.errors[0].message).toMatch(/Cost limit of 30000 exceeded/);
+    expect(res.body.code).toBe('query_too_costly');
+    expect(res.body.detail).toMatch(/Cost limit of 30000 exceeded/);
   });
 
   it('turns introspection off for live keys (on for test keys)', async () => {
@@ -162,7 +161,8 @@ describe('limits', () => {
     const live = await t.platform.newKey({ accountId: t.accountId, type: 'live' });
     const res = await gql(query, undefined, { key: live });
     expect(res.status).toBe(400);
-    expect(res.body.errors[0].message).toMatch(/introspection has been disabled/);
+    expect(res.body.code).toBe('graphql_validation_failed');
+    expect(res.body.detail).toMatch(/introspection has been disabled/);
   });
 });
 
@@ -197,13 +197,21 @@ describe('mutations', () => {
     const res = await gql('mutation { a: createCustomer(input: {name: "A"}) { id } b: createCustomer(input: {name: "B"}) { id } }', undefined,
       { headers: { 'Idempotency-Key': `two-${Math.random()}` } });
     expect(res.status, res.text).toBe(400);
-    expect(res.body.errors[0].extensions.code).toBe('idempotency_key_needs_one_mutation');
+    expect(res.body.code).toBe('idempotency_key_needs_one_mutation');
   });
 
   it('needs the write permission of the area for a mutation', async () => {
     const key = await t.platform.newKey({ accountId: t.accountId, type: 'restricted', mode: 'test', permissions: ['graphql:read', 'crm:read'] });
     const res = await gql(CREATE, { input: { name: 'Nope' } }, { key });
     expect(res.body.errors[0].extensions).toMatchObject({ code: 'permission_denied', required_permission: 'crm:write' });
+  });
+});
+
+describe('bad documents', () => {
+  it('answers a syntax error with a 400 problem naming where it is', async () => {
+    const res = await gql('{ customers { ');
+    expect(res.status, res.text).toBe(400);
+    expect(res.body).toMatchObject({ code: 'graphql_parse_failed', graphql_errors: [{ locations: [{ line: 1 }] }] });
   });
 });
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { GraphQLContext } from '../../../domain/graphql/context.ts';
 import { Loaders } from '../../../domain/graphql/loaders.ts';
 import { schemaSdl } from '../../../domain/graphql/schema.ts';
-import { validationFailed } from '../../../platform/errors.ts';
+import { ApiError, validationFailed } from '../../../platform/errors.ts';
 import type { AppDeps } from '../../http/deps.ts';
 import type { HandlerContext, HandlerResult } from '../../http/route.ts';
 import { route } from '../../http/route.ts';
@@ -55,13 +55,32 @@ async function execute(ctx: HandlerContext<unknown, unknown, unknown>, payload: 
     method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(payload),
   }, context);
   const body = (await response.json()) as z.infer<typeof graphqlResponseSchema>;
-  // A document that did not run (syntax, validation, a limit, introspection in live mode): 400, as
-  // GraphQL over HTTP answers it; once execution started, 200 with `errors` beside `data`.
-  return { status: body.data === undefined ? 400 : 200, body };
+  if (body.data === undefined) throw notRun(body.errors ?? []);
+  // Once execution started: 200 with `errors` beside `data` for the fields that failed.
+  return { status: 200, body };
+}
+
+/**
+ * A document that did not run (syntax, validation, a limit, introspection in live mode): a 400
+ * problem document, as for any bad REST input, with a stable code (the first error's) and the
+ * GraphQL errors (messages and locations) in `graphql_errors`.
+ */
+function notRun(errors: z.infer<typeof graphqlError>[]): ApiError {
+  const first = errors[0];
+  const code = String(first?.extensions?.code ?? 'graphql_invalid_document').toLowerCase();
+  const suggestion = typeof first?.extensions?.suggestion === 'string'
+    ? first.extensions.suggestion
+    : 'Fix the document at the locations in graphql_errors (check it against GET /v3/graphql/schema.graphql) and send it again.';
+  return new ApiError({
+    status: 400, code, title: 'Bad Request',
+    detail: errors.map((e) => e.message).join(' ') || 'The GraphQL document could not be run.',
+    suggestion,
+    extensions: { graphql_errors: errors.map(({ message, locations }) => ({ message, ...(locations ? { locations } : {}) })) },
+  });
 }
 
 const graphqlResponses = {
-  400: { description: 'The document did not run: syntax or validation errors, a depth/cost/alias limit, introspection in live mode, or an Idempotency-Key on more than one mutation (GraphQL errors with extensions.code)', schema: graphqlResponseSchema },
+  400: { description: 'The document did not run: syntax or validation errors, a depth/cost/alias limit (query_too_deep, query_too_costly, too_many_aliases), introspection in live mode, or an Idempotency-Key on more than one mutation (idempotency_key_needs_one_mutation); the GraphQL errors are in graphql_errors' },
 };
 
 export const graphqlRoutes = [
