@@ -2,26 +2,11 @@ import { costLimitPlugin } from '@escape.tech/graphql-armor-cost-limit';
 import { maxAliasesPlugin } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth';
 import { GraphQLError, Kind, NoSchemaIntrospectionCustomRule, type ValidationContext, type ValidationRule } from 'graphql/index.js';
-import { createRequire } from 'node:module';
+import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { GraphQLContext } from '../../../domain/graphql/context.ts';
 import { graphqlSchema } from '../../../domain/graphql/schema.ts';
 import { ApiError } from '../../../platform/errors.ts';
 import type { Logger } from '../../../platform/logger.ts';
-
-/**
- * graphql-yoga, loaded without its type declarations: they pull in the DOM library
- * (`@whatwg-node/fetch` references lib="dom"), which breaks this project's type-check (lib es2024;
- * other areas' module augmentations stop applying). The little of it used here is typed below.
- */
-interface Yoga {
-  fetch(url: string, init: { method: string; headers: Record<string, string>; body: string }, context: ServerContext): Promise<{ status: number; json(): Promise<unknown> }>;
-}
-interface EnvelopPlugin {
-  onValidate?(args: { addValidationRule(rule: ValidationRule): void; context: ServerContext }): void;
-}
-const { createYoga } = createRequire(import.meta.url)('graphql-yoga') as {
-  createYoga(options: Record<string, unknown>): Yoga;
-};
 
 /** What the route hands GraphQL besides the resolvers' context: whether this caller may introspect. */
 export interface ServerContext extends GraphQLContext {
@@ -62,7 +47,7 @@ const oneMutationPerKey: ValidationRule = (ctx) => ({
   },
 });
 
-const requestRules: EnvelopPlugin = {
+const requestRules: Plugin<ServerContext> = {
   onValidate({ addValidationRule, context }) {
     if (!context.introspection) addValidationRule(NoSchemaIntrospectionCustomRule);
     if (context.idempotencyKey !== null) addValidationRule(oneMutationPerKey);
@@ -97,8 +82,8 @@ function maskError(logger: Logger) {
  * HTTP surface (the route calls `fetch` after the REST pipeline admitted the request) and without
  * GraphiQL or a landing page.
  */
-export function createGraphqlServer(logger: Logger): Yoga {
-  return createYoga({
+export function createGraphqlServer(logger: Logger): YogaServerInstance<ServerContext, ServerContext> {
+  return createYoga<ServerContext>({
     schema: graphqlSchema,
     graphqlEndpoint: '/v3/graphql',
     graphiql: false,
