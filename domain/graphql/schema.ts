@@ -7,6 +7,7 @@ import './types/commerce.ts';
 import './types/shipping.ts';
 import './types/payments.ts';
 import './types/webhooks.ts';
+import './types/operations.ts';
 
 /** The schema, built once per process from the type modules. */
 export const graphqlSchema: GraphQLSchema = builder.toSchema({ sortSchema: true });

@@ -207,6 +207,23 @@ describe('mutations', () => {
   });
 });
 
+describe('other areas', () => {
+  it('lists projects with their customer, and calls, under their own permissions', async () => {
+    const id = await customerWithOrders(0);
+    const project = await create(t.http, t.key, '/v3/projects', { name: 'Fit-out', budget: 1000, start_date: '2026-01-01', end_date: '2026-02-01', customer_id: id });
+    const res = await gql('query($id: String) { projects(customer_id: $id) { edges { node { id name status customer { id } } } } calls(first: 1) { edges { node { id } } } }', { id });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.errors).toBeUndefined();
+    expect(res.body.data.projects.edges).toEqual([{ node: { id: project.id, name: 'Fit-out', status: project.status, customer: { id } } }]);
+    expect(res.body.data.calls.edges).toEqual([]);
+    const key = await t.platform.newKey({ accountId: t.accountId, type: 'restricted', mode: 'test', permissions: ['graphql:read', 'erp:read'] });
+    const limited = await gql('query($id: String) { projects(customer_id: $id) { edges { node { id customer { id } } } } calls { edges { node { id } } } }', { id }, { key });
+    expect(limited.body.data.projects.edges).toEqual([{ node: { id: project.id, customer: null } }]);
+    expect(limited.body.data.calls).toBeNull();
+    expect(limited.body.errors.map((e: any) => e.extensions.required_permission).sort()).toEqual(['communications:read', 'crm:read']);
+  });
+});
+
 describe('bad documents', () => {
   it('answers a syntax error with a 400 problem naming where it is', async () => {
     const res = await gql('{ customers { ');
