@@ -21,21 +21,28 @@ const NESTED = `query Nested($n: Int) {
       customer { id }
       shipments(first: 2) { edges { node { id status } } } } } } } } } }`;
 
-/** Counts the SQL statements on business tables that run while `fn` runs (every pg client of this process). */
+/** Counts the reads of records of the tables the nested query reads, while `fn` runs (every client of the ORM's pool). */
 async function countingQueries<T>(fn: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
   const statements: string[] = [];
-  const original = pg.Client.prototype.query;
+  // The class of the ORM pool's clients (taken from one of them: the test's `pg` import may be another copy).
+  const pool = await t.platform.orm.em.getConnection().getNativeClient();
+  const sample = await pool.connect();
+  const proto = Object.getPrototypeOf(sample) as typeof pg.Client.prototype;
+  sample.release();
+  const original = proto.query;
   const tables = /\b(customers|subscriptions|invoices|orders|shipments|payments|payment_transfers)\b/;
-  pg.Client.prototype.query = function patched(this: pg.Client, ...args: unknown[]) {
+  proto.query = function patched(this: pg.Client, ...args: unknown[]) {
     const config = args[0];
     const text = typeof config === 'string' ? config : (config as { text?: string } | undefined)?.text ?? '';
-    if (tables.test(text)) statements.push(text);
+    // Entity reads and the per-parent reads only: the in-process worker's event consumers (CRM
+    // metrics) run their own aggregate statements on these tables meanwhile.
+    if ((/^select "c0"\.\* from /.test(text) || text.includes('bp_rank')) && tables.test(text)) statements.push(text);
     return (original as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof original;
   try {
     return { result: await fn(), statements };
   } finally {
-    pg.Client.prototype.query = original;
+    proto.query = original;
   }
 }
 
@@ -88,7 +95,8 @@ describe('nested queries', () => {
     expect(nodes).toHaveLength(6);
     expect(nodes.every((n: any) => n.orders.edges.length === 2)).toBe(true);
     // customers, subscriptions, invoices, payments, orders, the orders' customers, shipments: one statement each.
-    expect(large.statements.length).toBeLessThanOrEqual(7);
+    expect(large.statements.length).toBeGreaterThanOrEqual(5);
+    expect(large.statements.length, large.statements.map((q) => q.slice(0, 120)).join("\n")).toBeLessThanOrEqual(7);
     expect(large.statements.length).toBe(small.statements.length);
   });
 
