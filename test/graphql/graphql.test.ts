@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import pg from 'pg';
+import type pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { schemaSdl } from '../../domain/graphql/schema.ts';
 import { create, openShop, orderBody, stockedProduct, type Shop } from '../commerce/support.ts';
