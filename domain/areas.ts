@@ -7,6 +7,7 @@ import { crmArea } from './crm/area.ts';
 import { customersArea } from './customers/area.ts';
 import { dashboardArea } from './dashboard/area.ts';
 import { erpArea } from './erp/area.ts';
+import { graphqlArea } from './graphql/area.ts';
 import { identityArea } from './identity/area.ts';
 import { paymentsArea } from './payments/area.ts';
 import { platformArea } from './platform/area.ts';
@@ -38,4 +39,5 @@ export const AREAS = [
   identityArea,
   dashboardArea,
   aiArea,
+  graphqlArea,
 ] as const;

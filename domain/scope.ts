@@ -98,3 +98,40 @@ function rowReader<T extends object>(em: EntityManager, entity: EntityName<T>): 
   readers.set(meta, reader);
   return reader;
 }
+
+/**
+ * The newest `perParent` records of each parent (a customer's last orders, an order's shipments)
+ * for many parents in one statement, within the EntityManager's scope: a `row_number()` over the
+ * parent column, so a nested list read for N parents costs one query, not N, and no parent's
+ * many rows crowd out another's. `filters` are equality sets on scalar properties (`status`),
+ * applied before the ranking. Used by the areas' "of many customers/orders" reads (GraphQL's
+ * batch loaders); rows are hydrated as the entity (`em.map`), newest id first.
+ */
+export async function findNewestPerParent<T extends object>(
+  em: EntityManager, entity: EntityName<T>, parent: string, parentIds: readonly string[],
+  perParent: number, filters: Record<string, readonly string[] | undefined> = {},
+): Promise<T[]> {
+  if (!parentIds.length) return [];
+  const meta = em.getMetadata().get(entity);
+  const column = (prop: string) => {
+    const field = (meta.properties as Record<string, { fieldNames?: string[] } | undefined>)[prop]?.fieldNames?.[0];
+    if (!field) throw new Error(`findNewestPerParent: ${meta.className} has no column for ${prop}`);
+    return `"${field}"`;
+  };
+  const scope = em.getFilterParams<Scope>(SCOPE_FILTER);
+  if (!scope?.accountId) throw new Error('findNewestPerParent needs a scoped EntityManager (scopedEm)');
+  const conditions = [`${column('accountId')} = ?`, `${column('livemode')} = ?`, `${column(parent)} in (?)`];
+  const values: unknown[] = [scope.accountId, scope.livemode, [...new Set(parentIds)]];
+  for (const [prop, allowed] of Object.entries(filters)) {
+    if (!allowed) continue;
+    if (!allowed.length) return [];
+    conditions.push(`${column(prop)} in (?)`);
+    values.push([...allowed]);
+  }
+  const rows = await em.getConnection().execute<Record<string, unknown>[]>(
+    `select * from (select t.*, row_number() over (partition by t.${column(parent)} order by t.${column('id')} desc) as bp_rank
+       from "${meta.tableName}" t where ${conditions.join(' and ')}) ranked where bp_rank <= ? order by ${column('id')} desc`,
+    [...values, perParent],
+  );
+  return rows.map(({ bp_rank: _rank, ...row }) => em.map(entity, row as never));
+}

@@ -4,3 +4,6 @@ export { paidInvoiceTotals } from './revenue.ts';
 export { findTestClock } from './service.ts';
 /** Read-only lists of subscriptions and invoices (the /v3/ai tools read through them). */
 export { listSubscriptions, listInvoices } from './service.ts';
+/** Batch reads for GraphQL's loaders (a customer's subscriptions and invoices, many customers at once) and the resource schemas. */
+export { subscriptionsOfCustomers, invoicesOfCustomers } from './service.ts';
+export { subscriptionSchema, invoiceSchema, type SubscriptionView, type InvoiceView } from './schemas.ts';

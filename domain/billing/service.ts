@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError, conflict, notFound, validationFailed } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { recordEvent } from '../events/outbox.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { findNewestPerParent, scopeColumns, type Scope } from '../scope.ts';
 import {
   DAY_MS, DEFAULT_DUNNING, isoDay, subscriptionWorkflowId,
   type BillingCycle, type DunningPolicy, type Interval, type InvoiceLineItem, type PlanSnapshot, type ProrationItem,
@@ -435,4 +435,18 @@ export async function recordUsage(
     await tx.flush();
     return usageView(record);
   });
+}
+
+/** The newest `perCustomer` subscriptions of each of many customers (optionally in some statuses), in one query. */
+export async function subscriptionsOfCustomers(
+  em: EntityManager, customerIds: readonly string[], perCustomer: number, status?: readonly string[],
+): Promise<SubscriptionView[]> {
+  return (await findNewestPerParent(em, Subscription, 'customerId', customerIds, perCustomer, { status })).map(subscriptionView);
+}
+
+/** The newest `perCustomer` invoices of each of many customers (optionally in some statuses), in one query. */
+export async function invoicesOfCustomers(
+  em: EntityManager, customerIds: readonly string[], perCustomer: number, status?: readonly string[],
+): Promise<InvoiceView[]> {
+  return (await findNewestPerParent(em, Invoice, 'customerId', customerIds, perCustomer, { status })).map(invoiceView);
 }

@@ -4,7 +4,7 @@ import { ApiError, conflict, notFound, validationFailed, type FieldError } from 
 import { newId } from '../../platform/ids.ts';
 import { orderWorkflowId, type OrderDraft } from '../../workflows/commerce/shared.ts';
 import { recordEvent } from '../events/outbox.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { findNewestPerParent, scopeColumns, type Scope } from '../scope.ts';
 import type { PageArgs } from './catalog.ts';
 import {
   ORDER_STATUS_GROUPS, Order, Product, Store,
@@ -443,4 +443,17 @@ export async function markOrderPaid(
     if (paymentId !== null && isPaymentTaken(err)) throw paymentAlreadyUsed(paymentId, null);
     throw err;
   });
+}
+
+/** The newest `perCustomer` orders of each of many customers (optionally in some statuses), in one query. */
+export async function ordersOfCustomers(
+  em: EntityManager, customerIds: readonly string[], perCustomer: number, status?: readonly string[],
+): Promise<OrderView[]> {
+  return (await findNewestPerParent(em, Order, 'customerId', customerIds, perCustomer, { status })).map(orderView);
+}
+
+/** Orders by id (those that exist in the em's account and mode), in one query. */
+export async function ordersByIds(em: EntityManager, ids: readonly string[]): Promise<OrderView[]> {
+  if (!ids.length) return [];
+  return (await em.find(Order, { id: { $in: [...ids] } })).map(orderView);
 }

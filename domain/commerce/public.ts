@@ -13,3 +13,6 @@ export {
 /** Read-only lists of orders and a SKU's stock (the /v3/ai tools read through them). */
 export { listOrders, type OrderFilters } from './orders.ts';
 export { getStock, lowStockLevels } from './inventory.ts';
+/** Batch reads for GraphQL's loaders (many customers' orders, orders by many ids), the order schema and its status groups. */
+export { ordersOfCustomers, ordersByIds, statusesOf } from './orders.ts';
+export { orderSchema } from './schemas.ts';

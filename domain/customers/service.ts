@@ -163,3 +163,9 @@ export async function checkCustomers(em: EntityManager, ids: [string, string][])
   const known = new Set(found.map((c) => c.id));
   return ids.filter(([, id]) => !known.has(id)).map(([path, id]) => ({ path, message: `no customer with id '${id}' exists in this account and mode` }));
 }
+
+/** Customers by id (those that exist in the em's account and mode), in one query. */
+export async function customersByIds(em: EntityManager, ids: readonly string[]): Promise<CustomerView[]> {
+  if (!ids.length) return [];
+  return (await em.find(Customer, { id: { $in: [...ids] } })).map(customerView);
+}

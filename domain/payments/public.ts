@@ -9,3 +9,6 @@ export { chooseGateway, tokenize, tokenizeForSaving, type PaymentsContext, type 
 export { findSucceededPayment, type SucceededPayment } from './service.ts';
 /** One payment, read-only (the /v3/ai tools read through it). */
 export { getPayment } from './service.ts';
+/** Many customers' payments at once (GraphQL's loaders) and the payment schema. */
+export { paymentsOfCustomers } from './service.ts';
+export { paymentSchema, type PaymentView } from './schemas.ts';

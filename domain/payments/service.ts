@@ -2,7 +2,7 @@ import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
 import type { Pool } from 'pg';
 import { notFound } from '../../platform/errors.ts';
 import { recordEvent } from '../events/outbox.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { findNewestPerParent, scopeColumns, type Scope } from '../scope.ts';
 import type {
   PaymentView, PaymentWorkflowInput, RefundOutcome, RefundView, RefundWorkflowInput, TransferView,
 } from '../../workflows/payments/shared.ts';
@@ -454,4 +454,12 @@ export async function paymentForRefund(em: EntityManager, paymentId: string): Pr
   const payment = await em.findOne(Payment, { id: paymentId });
   if (!payment) throw notFound('payment', paymentId);
   return payment;
+}
+
+/** The newest `perCustomer` payments of each of many customers, with their transfers, in two queries. */
+export async function paymentsOfCustomers(em: EntityManager, customerIds: readonly string[], perCustomer: number): Promise<PaymentView[]> {
+  const payments = await findNewestPerParent(em, Payment, 'customerId', customerIds, perCustomer);
+  const splits = payments.filter((p) => p.kind === 'marketplace_split').map((p) => p.id);
+  const transfers = splits.length ? await em.find(PaymentTransfer, { paymentId: { $in: splits } }) : [];
+  return payments.map((p) => paymentView(p, transfers.filter((t) => t.paymentId === p.id)));
 }

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../../platform/errors.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { findOrder, orderView } from '../commerce/public.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { findNewestPerParent, scopeColumns, type Scope } from '../scope.ts';
 import type { CarrierScan, ShipmentStatus } from './carriers/types.ts';
 import { Shipment, type ShippingPickup, type ShippingTestClock } from './entities.ts';
 import type { PickupView, ShipmentTrackingView, ShipmentView, ShippingTestClockView } from './schemas.ts';
@@ -218,4 +218,9 @@ export async function adminActions(em: EntityManager, scope: Scope, shipmentId: 
   return em.getConnection().execute<{ action: string; operator: string; reason: string; at: Date }[]>(
     `select action, operator, reason, at from shipping_admin_actions where shipment_id = ? and account_id = ? and livemode = ? order by id`,
     [shipmentId, scope.accountId, scope.livemode]);
+}
+
+/** The newest `perOrder` shipments of each of many orders, in one query. */
+export async function shipmentsOfOrders(em: EntityManager, orderIds: readonly string[], perOrder: number): Promise<ShipmentView[]> {
+  return (await findNewestPerParent(em, Shipment, 'orderId', orderIds, perOrder)).map(shipmentView);
 }

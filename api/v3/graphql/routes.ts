@@ -1,0 +1,124 @@
+import { z } from 'zod';
+import type { GraphQLContext } from '../../../domain/graphql/context.ts';
+import { Loaders } from '../../../domain/graphql/loaders.ts';
+import { schemaSdl } from '../../../domain/graphql/schema.ts';
+import { ApiError, validationFailed } from '../../../platform/errors.ts';
+import type { AppDeps } from '../../http/deps.ts';
+import type { HandlerContext, HandlerResult } from '../../http/route.ts';
+import { route } from '../../http/route.ts';
+import { createGraphqlServer, type ServerContext } from './yoga.ts';
+
+const MAX_DOCUMENT = 20_000;
+
+const requestBody = z.strictObject({
+  query: z.string().min(1).max(MAX_DOCUMENT).describe('The GraphQL document.'),
+  variables: z.record(z.string(), z.unknown()).nullable().optional(),
+  operationName: z.string().max(200).nullable().optional(),
+  extensions: z.record(z.string(), z.unknown()).nullable().optional(),
+});
+
+const requestQuery = z.strictObject({
+  query: z.string().min(1).max(MAX_DOCUMENT).describe('The GraphQL document (a query; mutations need POST).'),
+  variables: z.string().max(MAX_DOCUMENT).optional().describe('The variables as a JSON object.'),
+  operationName: z.string().max(200).optional(),
+});
+
+const graphqlError = z.object({
+  message: z.string(),
+  locations: z.array(z.object({ line: z.number(), column: z.number() })).optional(),
+  path: z.array(z.union([z.string(), z.number()])).optional(),
+  extensions: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const graphqlResponseSchema = z.object({
+  data: z.record(z.string(), z.unknown()).nullable().optional(),
+  errors: z.array(graphqlError).optional(),
+}).meta({ id: 'GraphQLResponse' });
+
+/** One yoga per API process (the schema is built once). */
+const servers = new WeakMap<object, ReturnType<typeof createGraphqlServer>>();
+
+/**
+ * Runs a GraphQL request that the REST pipeline has admitted (key, limits, permission graphql:read,
+ * Idempotency-Key): the resolvers get the request's account-and-mode EntityManager and fresh loaders.
+ */
+async function execute(ctx: HandlerContext<unknown, unknown, unknown>, payload: Record<string, unknown>): Promise<HandlerResult> {
+  const { deps, auth } = ctx;
+  let yoga = servers.get(deps);
+  if (!yoga) servers.set(deps, (yoga = createGraphqlServer(deps.logger)));
+  const context: GraphQLContext & ServerContext = {
+    caller: { accountId: auth.accountId, livemode: auth.livemode, keyId: auth.keyId, keyType: auth.keyType, permissions: auth.permissions },
+    em: ctx.em(), requestId: ctx.requestId, loaders: new Loaders(), idempotencyKey: ctx.idempotencyKey,
+    introspection: !auth.livemode || liveIntrospection(deps),
+  };
+  const response = await yoga.fetch('http://graphql.internal/v3/graphql', {
+    method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(payload),
+  }, context);
+  const body = (await response.json()) as z.infer<typeof graphqlResponseSchema>;
+  if (body.data === undefined) throw notRun(body.errors ?? []);
+  // Once execution started: 200 with `errors` beside `data` for the fields that failed.
+  return { status: 200, body };
+}
+
+/**
+ * A document that did not run (syntax, validation, a limit, introspection in live mode): a 400
+ * problem document, as for any bad REST input, with a stable code (the first error's) and the
+ * GraphQL errors (messages and locations) in `graphql_errors`.
+ */
+function notRun(errors: z.infer<typeof graphqlError>[]): ApiError {
+  const first = errors[0];
+  const code = String(first?.extensions?.code ?? 'graphql_invalid_document').toLowerCase();
+  const suggestion = typeof first?.extensions?.suggestion === 'string'
+    ? first.extensions.suggestion
+    : 'Fix the document at the locations in graphql_errors (check it against GET /v3/graphql/schema.graphql) and send it again.';
+  return new ApiError({
+    status: 400, code, title: 'Bad Request',
+    detail: errors.map((e) => e.message).join(' ') || 'The GraphQL document could not be run.',
+    suggestion,
+    extensions: { graphql_errors: errors.map(({ message, locations }) => ({ message, ...(locations ? { locations } : {}) })) },
+  });
+}
+
+const graphqlResponses = {
+  400: { description: 'The document did not run: syntax or validation errors, a depth/cost/alias limit (query_too_deep, query_too_costly, too_many_aliases), introspection in live mode, or an Idempotency-Key on more than one mutation (idempotency_key_needs_one_mutation); the GraphQL errors are in graphql_errors' },
+};
+
+export const graphqlRoutes = [
+  route({
+    method: 'post', path: '/v3/graphql', operationId: 'graphql', tag: 'GraphQL',
+    summary: 'Run a GraphQL query or mutation (field permissions as REST; Idempotency-Key for one mutation)',
+    permission: 'graphql:read', status: 200, body: requestBody, response: graphqlResponseSchema, responses: graphqlResponses,
+    handler: (ctx) => execute(ctx, ctx.body),
+  }),
+  route({
+    method: 'get', path: '/v3/graphql', operationId: 'graphqlGet', tag: 'GraphQL',
+    summary: 'Run a GraphQL query given in the URL (queries only)',
+    permission: 'graphql:read', status: 200, query: requestQuery, response: graphqlResponseSchema, responses: graphqlResponses,
+    handler: (ctx) => {
+      let variables: unknown;
+      try {
+        variables = ctx.query.variables === undefined ? undefined : JSON.parse(ctx.query.variables);
+      } catch {
+        variables = null;
+      }
+      if (variables !== undefined && (variables === null || typeof variables !== 'object' || Array.isArray(variables))) {
+        throw validationFailed([{ path: 'variables', message: 'expected a JSON object, e.g. {"id":"cus_…"}' }]);
+      }
+      if (/^\s*mutation\b/.test(ctx.query.query)) {
+        throw validationFailed([{ path: 'query', message: 'a mutation needs POST /v3/graphql (GET runs queries only)' }]);
+      }
+      return execute(ctx, { query: ctx.query.query, variables, operationName: ctx.query.operationName });
+    },
+  }),
+  route({
+    method: 'get', path: '/v3/graphql/schema.graphql', operationId: 'graphqlSchema', tag: 'GraphQL',
+    summary: 'The GraphQL schema as SDL (the file checked in as api/v3/graphql/schema.graphql)',
+    permission: 'graphql:read', status: 200, response: z.string(),
+    binary: { mediaType: ['text/plain', 'application/graphql'], description: 'The schema in GraphQL SDL' },
+    handler: async () => ({ body: null, raw: Buffer.from(schemaSdl), headers: { 'Content-Type': 'text/plain; charset=utf-8' } }),
+  }),
+];
+
+function liveIntrospection(deps: AppDeps): boolean {
+  return (deps.config as unknown as Record<string, boolean>).GRAPHQL_LIVE_INTROSPECTION === true;
+}
