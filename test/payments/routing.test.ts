@@ -162,15 +162,16 @@ describe('routing marketplace splits and saved cards', () => {
     const own = await ownAccount('live');
     await platform.sql(`insert into payment_gateway_settings (account_id, live_gateway, updated_at) values ($1, 'adyen', now())`, [own.accountId]);
     await rule(own.key, { name: 'Live EUR to PayPal', conditions: { currencies: ['EUR'] }, gateways: ['paypal'] });
-    const seen = adyen.requests.length + paypal.requests.length;
+    // A card no other test uses: an earlier test's payment may still be reconciling with the doubles.
+    const card = '4000056655665556';
     const refused = await splitOf(own.key, {
-      currency: 'EUR', total_amount: 10, platform_fee: 1, payment_method: cardBody('4111111111111111'), splits: [{ destination: 'acct_live_a', amount: 9 }],
+      currency: 'EUR', total_amount: 10, platform_fee: 1, payment_method: cardBody(card), splits: [{ destination: 'acct_live_a', amount: 9 }],
     });
     expect(refused.status, refused.text).toBe(422);
     expect(refused.body.code).toBe('transfers_not_supported');
     expect(refused.body.detail).toContain('rule "Live EUR to PayPal" (paypal: transfers_not_supported)');
     expect(refused.body.detail).toContain('the account\'s live gateway adyen: transfers_not_supported');
-    expect(adyen.requests.length + paypal.requests.length).toBe(seen);
+    expect([...adyen.requests, ...paypal.requests].filter((r) => JSON.stringify(r.body ?? null).includes(card))).toEqual([]);
     expect((await platform.sql('select 1 from payments where account_id = $1', [own.accountId]))).toHaveLength(0);
   });
 
