@@ -20,15 +20,19 @@ export async function provision(http: Http, key: string, features: string[] = ['
   return res.body;
 }
 
-/** Polls a resource until `done` holds (workflows finish on the sandbox carrier's compressed time). */
+/**
+ * Polls a resource until `done` holds (workflows finish on the sandbox carrier's compressed time),
+ * soon at first and then every half second: a long wait (a worker's crash recovered) must not spend
+ * the key's 100 requests a minute.
+ */
 export async function waitFor(http: Http, key: string, path: string, done: (body: any) => boolean, timeoutMs = 30_000): Promise<any> {
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  for (let pause = 50; ; pause = Math.min(500, pause * 1.5)) {
     const res = await http(path, { key });
     expect(res.status, res.text).toBe(200);
     if (done(res.body)) return res.body;
     if (Date.now() > deadline) throw new Error(`${path} did not reach the expected state; last: ${res.text}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, pause));
   }
 }
 
