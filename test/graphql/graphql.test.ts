@@ -233,6 +233,22 @@ describe('other areas', () => {
 });
 
 describe('bad documents', () => {
+  it('answers hostile input (NUL bytes, huge integers, deep nesting) with a 4xx or a field error, never a 5xx', async () => {
+    const CREATE = 'mutation($input: JSON!) { createCustomer(input: $input) { id email name } }';
+    const nul = await gql(CREATE, { input: { email: 'nul@example.com', name: 'a\u0000b' } });
+    expect(nul.status, nul.text).toBeLessThan(500);
+    expect(JSON.stringify(nul.body)).not.toContain('"id":"cus_');
+    const huge = await gql('{ customers(first: 99999999999999999999) { edges { node { id } } } }');
+    expect(huge.status, huge.text).toBe(400);
+    expect(['graphql_validation_failed', 'query_too_costly']).toContain(huge.body.code);
+    const hugeVariable = await gql('query($n: Int) { customers(first: $n) { edges { node { id } } } }', { n: 1e20 });
+    expect(hugeVariable.status, hugeVariable.text).toBeGreaterThanOrEqual(400);
+    expect(hugeVariable.status, hugeVariable.text).toBeLessThan(500);
+    const deep = await gql(CREATE, { input: { email: 'deep@example.com', metadata: JSON.parse(`${'{"a":'.repeat(200)}1${'}'.repeat(200)}`) } });
+    expect(deep.status, deep.text).toBeLessThan(500);
+    expect(JSON.stringify(deep.body)).not.toContain('"id":"cus_');
+  });
+
   it('answers a syntax error with a 400 problem naming where it is', async () => {
     const res = await gql('{ customers { ');
     expect(res.status, res.text).toBe(400);
