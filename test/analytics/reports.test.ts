@@ -125,7 +125,10 @@ describe('report generation', () => {
       `select type, data->'object'->>'status' as status from events where data->'object'->>'id' = $1`, [id]);
     expect(event).toEqual({ type: 'report.ready', status: 'succeeded' });
 
-    const wf = await platform.temporal.client.workflow.getHandle(`report-${id}`).describe();
+    // The row is published before the workflow's last step sets its status attribute: wait for the end.
+    const handle = platform.temporal.client.workflow.getHandle(`report-${id}`);
+    await handle.result();
+    const wf = await handle.describe();
     expect(wf.typedSearchAttributes.getAll().map((p) => `${p.key.name}=${String(p.value)}`)).toEqual(expect.arrayContaining([
       `BpAccountId=${accountId}`, 'BpMode=test', `BpResourceId=${id}`, 'BpStatus=succeeded',
     ]));

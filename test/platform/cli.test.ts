@@ -19,7 +19,7 @@ async function npmCli(...args: string[]): Promise<{ stdout: string; stderr: stri
   return run('npm', ['run', '--silent', 'cli', '--', ...args], { DATABASE_URL: platform.dbUrl });
 }
 
-/** The same program without npm in front (what `npm run cli` runs), for the other cases: npm adds a second per call. */
+/** The same program without npm in front (what `npm run cli` runs), for the other calls: npm adds a second to each. */
 async function cli(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   return cliWith({ DATABASE_URL: platform.dbUrl }, ...args);
 }
@@ -39,8 +39,8 @@ async function run(command: string, args: string[], env: Record<string, string>)
 }
 
 describe('key management CLI', () => {
-  it('creates an account and keys, prints one JSON object each, and the keys work', async () => {
-    const account = await npmCli('accounts', 'create', '--name', 'Acme Corp', '--tier', 'premium', '--json');
+  it('creates an account and keys (the key as scripts do, through npm), prints one JSON object each, and the keys work', async () => {
+    const account = await cli('accounts', 'create', '--name', 'Acme Corp', '--tier', 'premium', '--json');
     expect(account.code).toBe(0);
     const acct = JSON.parse(account.stdout);
     expect(acct).toMatchObject({ id: expect.stringMatching(/^acct_/), name: 'Acme Corp', tier: 'premium' });
@@ -58,12 +58,12 @@ describe('key management CLI', () => {
     expect(res.body.livemode).toBeUndefined();
     expect(res.headers.get('x-ratelimit-limit')).toBe('5000');
 
-    const listed = JSON.parse((await npmCli('keys', 'list', '--account', acct.id, '--json')).stdout);
+    const listed = JSON.parse((await cli('keys', 'list', '--account', acct.id, '--json')).stdout);
     expect(listed.data).toHaveLength(1);
     expect(listed.data[0]).toMatchObject({ id: key.id, key: `bp_rk_live_…${key.key.slice(-4)}`, status: 'active' });
     expect(listed.data[0].last_used).not.toBe('Never');
 
-    const revoked = await npmCli('keys', 'revoke', key.id, '--json');
+    const revoked = await cli('keys', 'revoke', key.id, '--json');
     expect(JSON.parse(revoked.stdout).status).toBe('revoked');
     expect((await client(platform.url)('/v3/customers', { key: key.key })).body.code).toBe('api_key_revoked');
   });

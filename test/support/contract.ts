@@ -114,6 +114,12 @@ function describe(errors: ErrorObject[]): string {
 }
 
 const contracts = new Map<string, Promise<ResponseContract>>();
+/**
+ * Contracts by document text: the test files of a process share it (each file's server publishes the
+ * same document), and with it the validators already compiled — compiling them again for every file
+ * cost more than the checks.
+ */
+const byDocument = new Map<string, ResponseContract>();
 
 /** The contract of the server at `baseUrl`, its document fetched once. */
 export function contractFor(baseUrl: string): Promise<ResponseContract> {
@@ -122,7 +128,13 @@ export function contractFor(baseUrl: string): Promise<ResponseContract> {
     contract = (async () => {
       const res = await fetch(`${baseUrl}/v3/openapi.json`);
       if (res.status !== 200) throw new Error(`GET ${baseUrl}/v3/openapi.json answered ${res.status}; cannot check responses against it`);
-      return new ResponseContract((await res.json()) as Document);
+      const text = await res.text();
+      let known = byDocument.get(text);
+      if (!known) {
+        known = new ResponseContract(JSON.parse(text) as Document);
+        byDocument.set(text, known);
+      }
+      return known;
     })();
     contracts.set(baseUrl, contract);
     // A failed fetch is not cached: the next response tries again.

@@ -17,6 +17,14 @@ declare module 'vitest' {
     templateDb: string;
     temporalAddress: string;
     bundlePath: string;
+    /** Each file's database is named `<prefix><random>`: the teardown removes what is left of this run's. */
+    testDbPrefix: string;
+    /**
+     * Whether a file drops its database when it ends. Not on a throwaway server (CI's embedded
+     * PostgreSQL, deleted whole at the end): every DROP DATABASE forces a checkpoint, which the
+     * file would wait for and every file running beside it would pay for.
+     */
+    dropTestDbs: boolean;
   }
 }
 
@@ -26,7 +34,7 @@ declare module 'vitest' {
  * one started here) and the workflow bundle, built once.
  */
 interface Infra {
-  provided: { adminDbUrl: string; templateDb: string; temporalAddress: string; bundlePath: string };
+  provided: { adminDbUrl: string; templateDb: string; temporalAddress: string; bundlePath: string; testDbPrefix: string; dropTestDbs: boolean };
   teardown(): Promise<void>;
 }
 
@@ -45,6 +53,8 @@ export default async function setup(project: TestProject) {
   project.provide('templateDb', infra.provided.templateDb);
   project.provide('temporalAddress', infra.provided.temporalAddress);
   project.provide('bundlePath', infra.provided.bundlePath);
+  project.provide('testDbPrefix', infra.provided.testDbPrefix);
+  project.provide('dropTestDbs', infra.provided.dropTestDbs);
   return async () => {
     if (--shared!.users === 0) await infra.teardown();
   };
@@ -56,7 +66,9 @@ async function startInfra(): Promise<Infra> {
     databaseUrl: process.env.TEST_DATABASE_URL, temporalAddress: process.env.TEMPORAL_ADDRESS, workDir: work,
   });
 
-  const templateDb = `bp_template_${process.pid}_${randomBytes(3).toString('hex')}`;
+  const run = `${process.pid}_${randomBytes(3).toString('hex')}`;
+  const templateDb = `bp_template_${run}`;
+  const testDbPrefix = `bp_t_${run}_`;
   const admin = new pg.Client({ connectionString: adminDbUrl });
   await admin.connect();
   await admin.query(`drop database if exists ${templateDb}`);
@@ -65,6 +77,10 @@ async function startInfra(): Promise<Infra> {
   await migrate(orm);
   await orm.close(true);
   stops.push(async () => {
+    // The files' databases a shared server still holds: dropped while their files ended (not
+    // awaited by them), or left by a file that failed before its end.
+    const { rows } = await admin.query<{ datname: string }>('select datname from pg_database where starts_with(datname, $1)', [testDbPrefix]);
+    for (const { datname } of rows) await admin.query(`drop database if exists ${datname} with (force)`);
     await admin.query(`drop database if exists ${templateDb} with (force)`);
     await admin.end();
   });
@@ -80,7 +96,7 @@ async function startInfra(): Promise<Infra> {
   writeFileSync(bundlePath, (await buildWorkflowBundle()).code);
 
   return {
-    provided: { adminDbUrl, templateDb, temporalAddress, bundlePath },
+    provided: { adminDbUrl, templateDb, temporalAddress, bundlePath, testDbPrefix, dropTestDbs: Boolean(process.env.TEST_DATABASE_URL) },
     async teardown() {
       for (const stop of stops.reverse()) await stop().catch((err: unknown) => console.error('teardown:', err));
       rmSync(work, { recursive: true, force: true });

@@ -56,7 +56,7 @@ export interface TestPlatformOptions {
 
 export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise<TestPlatform> {
   const adminUrl = inject('adminDbUrl');
-  const database = `bp_t_${randomBytes(6).toString('hex')}`;
+  const database = `${inject('testDbPrefix')}${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   for (let attempt = 0; ; attempt++) {
@@ -131,8 +131,12 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
       await workers?.shutdown();
       await temporal.close();
       await orm.close(true);
-      await admin.query(`drop database if exists ${database} with (force)`);
-      await admin.end();
+      // On a shared server the database goes in the background (a DROP waits for a checkpoint);
+      // on a throwaway one it stays until the server is deleted (global-setup.ts).
+      if (!inject('dropTestDbs')) return void (await admin.end());
+      void admin.query(`drop database if exists ${database} with (force)`)
+        .catch(() => undefined) // the run's teardown drops what is left
+        .finally(() => admin.end().catch(() => undefined));
     },
   };
 }
