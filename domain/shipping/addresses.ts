@@ -1,4 +1,6 @@
-import countries from 'i18n-iso-countries';
+// The library without its country names: its Node entry parses all 78 languages' names at import,
+// and only the codes are checked here.
+import countries from 'i18n-iso-countries/index.js';
 import postalCodes from 'postal-codes-js';
 import type { FieldError } from '../../platform/errors.ts';
 

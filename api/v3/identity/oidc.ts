@@ -1,6 +1,8 @@
 import type { Request, Response } from 'express';
 import type { Pool } from 'pg';
-import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import type * as OidcLibrary from 'oidc-provider';
+import type Provider from 'oidc-provider';
+import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { AppDeps } from '../../http/deps.ts';
 import { isDatabaseDown } from '../../http/problems.ts';
@@ -24,6 +26,14 @@ export const TOKEN_TTL = {
 interface PlatformClientMetadata { bp_account_id: string; bp_livemode: boolean; bp_first_party: boolean }
 
 type ClientRow = Parameters<ConstructorParameters<typeof PostgresOidcAdapter>[2]['clientMetadata']>[0];
+
+
+/**
+ * oidc-provider (with Koa and jose, a few hundred modules), loaded when /oauth is first used rather
+ * than by every process that loads the areas (workers, the CLI) or serves only /v3.
+ */
+let oidcLibrary: typeof OidcLibrary | undefined;
+const loadOidcLibrary = async () => (oidcLibrary ??= await import('oidc-provider'));
 
 /** A registered client (oauth_clients) as oidc-provider's client metadata. */
 export function clientMetadata(row: ClientRow): AdapterPayload {
@@ -119,6 +129,7 @@ export class OidcServer {
     const issuer = this.issuerFor(req);
     const cached = this.built.get(issuer);
     if (cached?.fingerprint === keys.fingerprint) return cached;
+    await loadOidcLibrary();
     const provider = this.build(issuer, keys);
     const built = { provider, fingerprint: keys.fingerprint, callback: provider.callback() };
     this.built.delete(issuer);
@@ -215,7 +226,7 @@ export class OidcServer {
           allowedPolicy(_ctx, client, token) {
             if (token.clientId === client.clientId) return true;
             if (client.clientAuthMethod === 'none') return false;
-            throw new errors.InvalidRequest('client is not authorized to revoke the presented token');
+            throw new oidcLibrary!.errors.InvalidRequest('client is not authorized to revoke the presented token');
           },
         },
         introspection: {
@@ -235,7 +246,7 @@ export class OidcServer {
           defaultResource: () => apiResource,
           useGrantedResource: () => true,
           getResourceServerInfo(_ctx, indicator, client) {
-            if (indicator !== apiResource) throw new errors.InvalidTarget(`the only resource is ${apiResource}`);
+            if (indicator !== apiResource) throw new oidcLibrary!.errors.InvalidTarget(`the only resource is ${apiResource}`);
             return {
               audience: apiResource,
               scope: permissionScopesOf((client.scope ?? '').split(' ')).join(' '),
@@ -253,7 +264,7 @@ export class OidcServer {
       },
     };
 
-    const provider = new Provider(issuer, configuration);
+    const provider = new oidcLibrary!.default(issuer, configuration);
     // Behind a TLS-terminating proxy (PUBLIC_URL https), X-Forwarded-Proto makes cookies Secure.
     provider.proxy = !!this.deps.config.PUBLIC_URL?.startsWith('https:');
     // Client secrets are stored as SHA-256 (domain/identity/clients.ts): compare the presented one's hash.

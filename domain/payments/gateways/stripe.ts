@@ -1,4 +1,4 @@
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import { cardBrand, fullExpiryYear, type CardBrand, type CardInput, type CardOnFile } from '../cards.ts';
 import {
   CardRejectedError, GatewayRejectedError, GatewayUnavailableError,
@@ -24,31 +24,55 @@ const BRANDS: Record<string, CardBrand> = {
   visa: 'visa', mastercard: 'mastercard', amex: 'amex', discover: 'discover', diners: 'diners', jcb: 'jcb', unionpay: 'unionpay',
 };
 
+/**
+ * The SDK, loaded on first use (as the Adyen and PayPal adapters do): its few hundred modules were
+ * loaded by every process that imports the gateways (the API, the workers, the CLI), Stripe
+ * configured or not.
+ */
+let Sdk: typeof Stripe | undefined;
+let loading: Promise<typeof Stripe> | undefined;
+const loadSdk = () => (loading ??= import('stripe').then((loaded) => (Sdk = loaded.default)));
+
+type ResponseListener = (e: { method: string; path: string; status: number; idempotencyKey: string | null }) => void;
+
 export class StripeGateway implements PaymentGateway {
   readonly name = 'stripe' as const;
-  private readonly stripe: Stripe;
+  private readonly opts: StripeOptions;
+  private client: Promise<Stripe> | undefined;
+  private readonly listeners: ResponseListener[] = [];
 
   constructor(opts: StripeOptions) {
-    const base = opts.apiBase ? new URL(opts.apiBase) : null;
-    this.stripe = new Stripe(opts.apiKey, {
-      maxNetworkRetries: 0, // the workflow retries, with the same idempotency key
-      timeout: opts.timeoutMs ?? 20_000,
-      ...(base ? {
-        host: base.hostname,
-        port: base.port || (base.protocol === 'https:' ? 443 : 80),
-        protocol: base.protocol === 'http:' ? 'http' as const : 'https' as const,
-      } : {}),
-    });
+    this.opts = opts;
+  }
+
+  /** The SDK's client, made on the first call. */
+  private api(): Promise<Stripe> {
+    return (this.client ??= loadSdk().then((StripeSdk) => {
+      const base = this.opts.apiBase ? new URL(this.opts.apiBase) : null;
+      const client = new StripeSdk(this.opts.apiKey, {
+        maxNetworkRetries: 0, // the workflow retries, with the same idempotency key
+        timeout: this.opts.timeoutMs ?? 20_000,
+        ...(base ? {
+          host: base.hostname,
+          port: base.port || (base.protocol === 'https:' ? 443 : 80),
+          protocol: base.protocol === 'http:' ? 'http' as const : 'https' as const,
+        } : {}),
+      });
+      client.on('response', (e: Stripe.ResponseEvent) => {
+        for (const listener of this.listeners) listener({ method: e.method, path: e.path, status: e.status, idempotencyKey: e.idempotency_key ?? null });
+      });
+      return client;
+    }));
   }
 
   /** Every answered Stripe call (method, path, status, idempotency key): for monitoring and tests. */
-  onResponse(listener: (e: { method: string; path: string; status: number; idempotencyKey: string | null }) => void): void {
-    this.stripe.on('response', (e: Stripe.ResponseEvent) => listener({ method: e.method, path: e.path, status: e.status, idempotencyKey: e.idempotency_key ?? null }));
+  onResponse(listener: ResponseListener): void {
+    this.listeners.push(listener);
   }
 
   async tokenizeCard(card: CardInput): Promise<CardOnFile> {
     try {
-      const pm = await this.stripe.paymentMethods.create({
+      const pm = await (await this.api()).paymentMethods.create({
         type: 'card',
         card: { number: card.number.replace(/[\s-]/g, ''), exp_month: card.exp_month, exp_year: fullExpiryYear(card.exp_year), cvc: card.cvc },
       });
@@ -62,7 +86,7 @@ export class StripeGateway implements PaymentGateway {
         fingerprint: c?.fingerprint ?? '',
       };
     } catch (err) {
-      if (err instanceof Stripe.errors.StripeCardError) {
+      if (Sdk && err instanceof Sdk.errors.StripeCardError) {
         const field = err.param?.includes('cvc') ? 'cvc' : err.param?.includes('exp') ? 'exp_year' : err.param?.includes('number') ? 'number' : null;
         throw new CardRejectedError(err.decline_code ?? err.code ?? 'generic_decline', err.message, field);
       }
@@ -74,7 +98,7 @@ export class StripeGateway implements PaymentGateway {
     const amount = toStripeAmount(req.currency, req.amount);
     let intent: Stripe.PaymentIntent;
     try {
-      intent = await this.stripe.paymentIntents.create({
+      intent = await (await this.api()).paymentIntents.create({
         amount,
         currency: req.currency.toLowerCase(),
         payment_method: req.card.token,
@@ -85,14 +109,14 @@ export class StripeGateway implements PaymentGateway {
         expand: ['latest_charge.balance_transaction'],
       }, { idempotencyKey: req.idempotencyKey });
     } catch (err) {
-      if (err instanceof Stripe.errors.StripeCardError) {
+      if (Sdk && err instanceof Sdk.errors.StripeCardError) {
         return { outcome: 'declined', reference: err.payment_intent?.id ?? null, declineCode: err.decline_code ?? err.code ?? 'generic_decline', message: err.message, riskScore: null };
       }
       throw mapError(err);
     }
     for (let i = 0; intent.status === 'processing' && i < 10; i++) {
       await new Promise((r) => setTimeout(r, 1000));
-      intent = await this.stripe.paymentIntents.retrieve(intent.id, { expand: ['latest_charge.balance_transaction'] }).catch((err: unknown) => {
+      intent = await (await this.api()).paymentIntents.retrieve(intent.id, { expand: ['latest_charge.balance_transaction'] }).catch((err: unknown) => {
         throw mapError(err);
       });
     }
@@ -125,7 +149,7 @@ export class StripeGateway implements PaymentGateway {
   async refund(req: RefundRequest): Promise<{ reference: string }> {
     const amount = toStripeAmount(req.currency, req.amount);
     try {
-      const refund = await this.stripe.refunds.create({ payment_intent: req.chargeReference, amount }, { idempotencyKey: req.idempotencyKey });
+      const refund = await (await this.api()).refunds.create({ payment_intent: req.chargeReference, amount }, { idempotencyKey: req.idempotencyKey });
       return { reference: refund.id };
     } catch (err) {
       throw mapError(err);
@@ -142,7 +166,7 @@ export class StripeGateway implements PaymentGateway {
   async transfer(req: TransferRequest): Promise<TransferResult> {
     const amount = toStripeAmount(req.currency, req.amount);
     try {
-      const transfer = await this.stripe.transfers.create({
+      const transfer = await (await this.api()).transfers.create({
         amount, currency: req.currency.toLowerCase(), destination: req.destination, transfer_group: req.group,
         ...(req.chargeReference?.startsWith('ch_') ? { source_transaction: req.chargeReference } : {}),
       }, { idempotencyKey: req.idempotencyKey });
@@ -157,7 +181,7 @@ export class StripeGateway implements PaymentGateway {
   /** The platform's available balance in the currency (GET /v1/balance); none listed is 0. */
   async balance(req: BalanceRequest): Promise<{ available: number }> {
     try {
-      const balance = await this.stripe.balance.retrieve();
+      const balance = await (await this.api()).balance.retrieve();
       const entry = balance.available.find((b) => b.currency.toLowerCase() === req.currency.toLowerCase());
       return { available: entry ? fromStripeAmount(req.currency, entry.amount) : 0 };
     } catch (err) {
@@ -168,7 +192,7 @@ export class StripeGateway implements PaymentGateway {
   async reverseTransfer(req: ReversalRequest): Promise<{ reference: string }> {
     const amount = toStripeAmount(req.currency, req.amount);
     try {
-      const reversal = await this.stripe.transfers.createReversal(req.transferReference, { amount }, { idempotencyKey: req.idempotencyKey });
+      const reversal = await (await this.api()).transfers.createReversal(req.transferReference, { amount }, { idempotencyKey: req.idempotencyKey });
       return { reference: reversal.id };
     } catch (err) {
       throw mapError(err);
@@ -178,9 +202,9 @@ export class StripeGateway implements PaymentGateway {
 
 /** Stripe's errors as ours, keeping only the code and message (never the request parameters). */
 function mapError(err: unknown): Error {
-  if (err instanceof Stripe.errors.StripeError) {
-    const retryable = err instanceof Stripe.errors.StripeConnectionError || err instanceof Stripe.errors.StripeAPIError
-      || err instanceof Stripe.errors.StripeRateLimitError || (err.statusCode ?? 0) >= 500 || err.statusCode === 409;
+  if (Sdk && err instanceof Sdk.errors.StripeError) {
+    const retryable = err instanceof Sdk.errors.StripeConnectionError || err instanceof Sdk.errors.StripeAPIError
+      || err instanceof Sdk.errors.StripeRateLimitError || (err.statusCode ?? 0) >= 500 || err.statusCode === 409;
     if (retryable) return new GatewayUnavailableError(`Stripe: ${err.message}`);
     return new GatewayRejectedError(err.code ?? err.type, `Stripe: ${err.message}`);
   }
