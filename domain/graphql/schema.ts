@@ -8,6 +8,7 @@ import './types/shipping.ts';
 import './types/payments.ts';
 import './types/webhooks.ts';
 import './types/operations.ts';
+import './types/rewards.ts';
 
 /** The schema, built once per process from the type modules. */
 export const graphqlSchema: GraphQLSchema = builder.toSchema({ sortSchema: true });
