@@ -20,3 +20,6 @@ export { orderSchema } from './schemas.ts';
 export { listProducts, productsByIds, type ProductFilters } from './catalog.ts';
 export { stockOfSkus } from './inventory.ts';
 export { productSchema, inventoryLevelSchema, type ProductView, type InventoryLevelView } from './schemas.ts';
+/** Placing an order (POST /v3/orders and GraphQL's createOrder): the request schema and the service. */
+export { createOrderBody } from './requests.ts';
+export { placeOrder } from './order-process.ts';

@@ -1,8 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { create, openShop, stockedProduct, type Shop } from '../commerce/support.ts';
+import { card, newPlan } from '../billing/support.ts';
+import { create, openShop, orderBody, stockedProduct, stockOf, type Shop } from '../commerce/support.ts';
 import { usePlatform } from '../support/use-platform.ts';
 
-/** Products, stock levels and loyalty balances over GraphQL (docs/graphql.md). */
+/** Products, stock levels, loyalty balances, and the order and subscription mutations over GraphQL (docs/graphql.md). */
 const t = usePlatform({ worker: true, ownAccount: true });
 let shop: Shop;
 
@@ -86,5 +87,138 @@ describe('loyalty balances', () => {
     const res = await gql('query($id: String!) { customer(id: $id) { id loyalty { points_balance } } }', { id: customer.id }, { key });
     expect(res.body.data.customer).toEqual({ id: customer.id, loyalty: null });
     expect(res.body.errors[0]).toMatchObject({ path: ['customer', 'loyalty'], extensions: { required_permission: 'rewards:read' } });
+  });
+});
+
+describe('createOrder', () => {
+  const CREATE_ORDER = 'mutation($input: CreateOrderInput!) { createOrder(input: $input) { id status customer_id total_amount line_items workflow_id } }';
+
+  it('places an order as POST /v3/orders does, and a retry with the same Idempotency-Key answers the same order without a second one', async () => {
+    const code = sku('ORD');
+    await stockedProduct(t.http, t.key, shop, code, 10, { price: 500 });
+    const customer = await create(t.http, t.key, '/v3/customers', { name: 'Orderer' });
+    const input = orderBody({ ...shop, customerId: customer.id }, [{ sku: code, quantity: 3 }]);
+    const idem = `gql-order-${Math.random().toString(36).slice(2)}`;
+    const first = await gql(CREATE_ORDER, { input }, { headers: { 'Idempotency-Key': idem } });
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.errors).toBeUndefined();
+    const order = first.body.data.createOrder;
+    expect(order).toMatchObject({ status: 'processing', customer_id: customer.id, total_amount: 1500 });
+    const rest = await t.http(`/v3/orders/${order.id}`, { key: t.key });
+    expect(rest.body).toMatchObject({ id: order.id, line_items: order.line_items, workflow_id: order.workflow_id });
+    const again = await gql(CREATE_ORDER, { input }, { headers: { 'Idempotency-Key': idem } });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.data.createOrder.id).toBe(order.id);
+    const list = await t.http(`/v3/orders?customer_id=${customer.id}`, { key: t.key });
+    expect(list.body.data.map((o: any) => o.id)).toEqual([order.id]);
+    expect(await stockOf(t.platform, t.key, code)).toEqual({ quantity: 10, reserved: 3 });
+  });
+
+  it('validates with the REST schema (errors name input.<field>) and refuses hostile input without creating anything', async () => {
+    const code = sku('BAD');
+    await stockedProduct(t.http, t.key, shop, code, 5);
+    const customer = await create(t.http, t.key, '/v3/customers', { name: 'Hostile' });
+    const good = orderBody({ ...shop, customerId: customer.id }, [{ sku: code, quantity: 1 }]);
+    const ordersOf = async () => (await t.http(`/v3/orders?customer_id=${customer.id}`, { key: t.key })).body.data.length;
+
+    const invalid = await gql(CREATE_ORDER, { input: { ...good, currency: 'XX', line_items: [{ sku: 'bad sku!', quantity: 0 }], store_id: undefined } });
+    expect(invalid.status, invalid.text).toBe(200);
+    expect(invalid.body.errors[0].extensions).toMatchObject({ code: 'validation_failed', status: 422 });
+    expect(invalid.body.errors[0].extensions.errors.map((e: any) => e.path)).toEqual(expect.arrayContaining([
+      'input.store_id', 'input.currency', 'input.line_items.0.sku', 'input.line_items.0.quantity',
+    ]));
+
+    // NUL bytes: refused by the pipeline before GraphQL, naming where.
+    const nul = await gql(CREATE_ORDER, { input: { ...good, metadata: { note: 'a\u0000b' } } });
+    expect(nul.status, nul.text).toBe(422);
+    expect(JSON.stringify(nul.body)).toContain('metadata.note');
+
+    // Huge integers: a variable beyond Int, and a literal one.
+    const huge = await gql(CREATE_ORDER, { input: { ...good, line_items: [{ sku: code, quantity: 1e20 }] } });
+    expect(huge.status, huge.text).toBe(400);
+    expect(huge.body.detail).toMatch(/quantity/);
+    const hugeLiteral = await gql(`mutation { createOrder(input: { store_id: "${shop.storeId}", line_items: [{ sku: "${code}", quantity: 99999999999999999999 }] }) { id } }`);
+    expect(hugeLiteral.status, hugeLiteral.text).toBe(400);
+    const tooMany = await gql(CREATE_ORDER, { input: { ...good, line_items: [{ sku: code, quantity: 2_000_000 }] } });
+    expect(tooMany.body.errors[0].extensions.errors).toEqual([expect.objectContaining({ path: 'input.line_items.0.quantity' })]);
+
+    // Deep nesting in a JSON field.
+    const deep = await gql(CREATE_ORDER, { input: { ...good, metadata: JSON.parse(`${'{"a":'.repeat(200)}"x"${'}'.repeat(200)}`) } });
+    expect(deep.status, deep.text).toBeLessThan(500);
+    expect(JSON.stringify(deep.body)).not.toContain('"id":"ord_');
+
+    // Another account's store and customer: not found, as REST.
+    const otherKey = await t.platform.newKey({ accountId: await t.platform.newAccount(), type: 'test' });
+    const otherShop = await openShop(t.http, otherKey);
+    const foreignBody = orderBody({ ...shop, storeId: otherShop.storeId, customerId: otherShop.customerId }, [{ sku: code, quantity: 1 }]);
+    const foreign = await gql(CREATE_ORDER, { input: foreignBody });
+    expect(foreign.status, foreign.text).toBe(200);
+    expect(foreign.body.data).toBeNull();
+    const restForeign = await t.http('/v3/orders', { key: t.key, body: foreignBody });
+    expect(restForeign.status).toBeGreaterThanOrEqual(400);
+    expect(foreign.body.errors[0].extensions).toMatchObject({ code: restForeign.body.code, status: restForeign.status });
+    expect(JSON.stringify(foreign.body.errors[0].extensions)).toContain('store_id');
+
+    expect(await ordersOf()).toBe(0);
+    expect(await stockOf(t.platform, t.key, code)).toEqual({ quantity: 5, reserved: 0 });
+  });
+
+  it('needs commerce:write', async () => {
+    const key = await t.platform.newKey({ accountId: t.accountId, type: 'restricted', mode: 'test', permissions: ['graphql:read', 'commerce:read'] });
+    const res = await gql(CREATE_ORDER, { input: orderBody(shop, [{ sku: 'X', quantity: 1 }]) }, { key });
+    expect(res.body.errors[0].extensions).toMatchObject({ code: 'permission_denied', required_permission: 'commerce:write' });
+  });
+});
+
+describe('createSubscription and cancelSubscription', () => {
+  const CREATE_SUB = 'mutation($input: CreateSubscriptionInput!) { createSubscription(input: $input) { id status customer_id plan_id cancel_at_period_end } }';
+
+  it('creates a subscription as POST /v3/subscriptions does (once per Idempotency-Key), and cancels it', async () => {
+    const plan = await newPlan(t.http, t.key, { amount: 2000 });
+    const customer = await create(t.http, t.key, '/v3/customers', { name: 'Subscriber' });
+    const input = { customer_id: customer.id, plan_id: plan.id, auto_collection: true, payment_method: card() };
+    const idem = `gql-sub-${Math.random().toString(36).slice(2)}`;
+    const first = await gql(CREATE_SUB, { input }, { headers: { 'Idempotency-Key': idem } });
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.errors).toBeUndefined();
+    const sub = first.body.data.createSubscription;
+    expect(sub).toMatchObject({ status: 'active', customer_id: customer.id, plan_id: plan.id });
+    const again = await gql(CREATE_SUB, { input }, { headers: { 'Idempotency-Key': idem } });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.data.createSubscription.id).toBe(sub.id);
+    const list = await t.http(`/v3/subscriptions?customer_id=${customer.id}`, { key: t.key });
+    expect(list.body.data.map((s: any) => s.id)).toEqual([sub.id]);
+
+    const cancel = await gql('mutation($id: String!) { cancelSubscription(id: $id, input: { at_period_end: true }) { id status cancel_at_period_end } }', { id: sub.id });
+    expect(cancel.body.errors).toBeUndefined();
+    expect(cancel.body.data.cancelSubscription).toMatchObject({ id: sub.id, cancel_at_period_end: true });
+    const rest = await t.http(`/v3/subscriptions/${sub.id}`, { key: t.key });
+    expect(rest.body.cancel_at_period_end).toBe(true);
+  });
+
+  it('validates with the REST schema and refuses other accounts\' records', async () => {
+    const bad = await gql(CREATE_SUB, { input: { customer_id: 'cus_x', trial_period_days: 10_000, payment_method: { type: 'card', card: { number: '4242', exp_month: 13, exp_year: 2020, cvc: '1' } } } });
+    expect(bad.body.errors[0].extensions.code).toBe('validation_failed');
+    expect(bad.body.errors[0].extensions.errors.map((e: any) => e.path)).toEqual(expect.arrayContaining(['input.plan_id', 'input.trial_period_days']));
+    expect(bad.body.errors[0].extensions.errors.some((e: any) => e.path.startsWith('input.payment_method.card.'))).toBe(true);
+
+    const otherKey = await t.platform.newKey({ accountId: await t.platform.newAccount(), type: 'test' });
+    const otherPlan = await newPlan(t.http, otherKey, { amount: 100 });
+    const customer = await create(t.http, t.key, '/v3/customers', { name: 'Mine' });
+    const foreignBody = { customer_id: customer.id, plan_id: otherPlan.id, auto_collection: false };
+    const foreign = await gql(CREATE_SUB, { input: foreignBody });
+    expect(foreign.body.data).toBeNull();
+    const restForeign = await t.http('/v3/subscriptions', { key: t.key, body: foreignBody });
+    expect(restForeign.status).toBeGreaterThanOrEqual(400);
+    expect(foreign.body.errors[0].extensions).toMatchObject({ code: restForeign.body.code, status: restForeign.status });
+    expect(JSON.stringify(foreign.body.errors[0].extensions)).toContain('plan_id');
+    expect((await t.http(`/v3/subscriptions?customer_id=${customer.id}`, { key: t.key })).body.data).toEqual([]);
+
+    const otherCustomer = await create(t.http, otherKey, '/v3/customers', { name: 'Theirs' });
+    const theirs = await t.http('/v3/subscriptions', { key: otherKey, body: { customer_id: otherCustomer.id, plan_id: otherPlan.id, auto_collection: false } });
+    expect(theirs.status, theirs.text).toBe(201);
+    const cancel = await gql('mutation($id: String!) { cancelSubscription(id: $id) { id } }', { id: theirs.body.id });
+    expect(cancel.body.errors[0].extensions.status).toBe(404);
+    expect((await t.http(`/v3/subscriptions/${theirs.body.id}`, { key: otherKey })).body.status).toBe(theirs.body.status);
   });
 });

@@ -187,15 +187,19 @@ describe('limits', () => {
 });
 
 describe('mutations', () => {
-  const CREATE = 'mutation($input: JSON!) { createCustomer(input: $input) { id email name } }';
+  const CREATE = 'mutation($input: CreateCustomerInput!) { createCustomer(input: $input) { id email name } }';
 
   it('validates the input with the REST schema and names the bad field', async () => {
-    const res = await gql(CREATE, { input: { email: 'not-an-email', color: 'red' } });
+    const res = await gql(CREATE, { input: { email: 'not-an-email', segments: [''] } });
     expect(res.status, res.text).toBe(200);
     expect(res.body.data).toBeNull();
     expect(res.body.errors[0].extensions).toMatchObject({ code: 'validation_failed', status: 422 });
     const paths = res.body.errors[0].extensions.errors.map((e: any) => e.path);
-    expect(paths).toEqual(expect.arrayContaining(['input.email', 'input.color']));
+    expect(paths).toEqual(expect.arrayContaining(['input.email', 'input.segments.0']));
+    // A field the input type does not have is refused by GraphQL before anything runs, naming it.
+    const unknown = await gql(CREATE, { input: { name: 'X', color: 'red' } });
+    expect(unknown.status, unknown.text).toBe(400);
+    expect(unknown.body.detail).toContain('"color"');
   });
 
   it('creates once when retried with the same Idempotency-Key, and refuses the key on a different request', async () => {
@@ -246,7 +250,7 @@ describe('other areas', () => {
 
 describe('bad documents', () => {
   it('answers hostile input (NUL bytes, huge integers, deep nesting) with a 4xx or a field error, never a 5xx', async () => {
-    const CREATE = 'mutation($input: JSON!) { createCustomer(input: $input) { id email name } }';
+    const CREATE = 'mutation($input: CreateCustomerInput!) { createCustomer(input: $input) { id email name } }';
     const nul = await gql(CREATE, { input: { email: 'nul@example.com', name: 'a\u0000b' } });
     expect(nul.status, nul.text).toBeLessThan(500);
     expect(JSON.stringify(nul.body)).not.toContain('"id":"cus_');

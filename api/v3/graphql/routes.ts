@@ -5,7 +5,7 @@ import { schemaSdl } from '../../../domain/graphql/schema.ts';
 import { ApiError, validationFailed } from '../../../platform/errors.ts';
 import type { AppDeps } from '../../http/deps.ts';
 import type { HandlerContext, HandlerResult } from '../../http/route.ts';
-import { route } from '../../http/route.ts';
+import { route, withTemporalDeadline } from '../../http/route.ts';
 import { createGraphqlServer, type ServerContext } from './yoga.ts';
 
 const MAX_DOCUMENT = 20_000;
@@ -49,6 +49,8 @@ async function execute(ctx: HandlerContext<unknown, unknown, unknown>, payload: 
   const context: GraphQLContext & ServerContext = {
     caller: { accountId: auth.accountId, livemode: auth.livemode, keyId: auth.keyId, keyType: auth.keyType, permissions: auth.permissions },
     em: ctx.em(), requestId: ctx.requestId, loaders: new Loaders(), idempotencyKey: ctx.idempotencyKey,
+    resourceId: ctx.resourceId, withTemporal: (run) => withTemporalDeadline(deps, run),
+    services: { temporal: deps.temporal, paymentGateways: deps.paymentGateways, billingCyclesPerRun: deps.config.BILLING_CYCLES_PER_RUN },
     introspection: !auth.livemode || liveIntrospection(deps),
   };
   const response = await yoga.fetch('http://graphql.internal/v3/graphql', {

@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import {
-  getStock, inventoryLevelSchema, listOrders, listProducts, orderSchema, ordersByIds, ordersOfCustomers, productSchema, productsByIds, stockOfSkus,
+  createOrderBody, getStock, placeOrder, inventoryLevelSchema, listOrders, listProducts, orderSchema, ordersByIds, ordersOfCustomers, productSchema, productsByIds, stockOfSkus,
   type InventoryLevelView, type OrderView, type ProductView,
 } from '../../commerce/public.ts';
 import { builder } from '../builder.ts';
 import { requirePermission, type GraphQLContext } from '../context.ts';
 import { enumFrom } from '../enums.ts';
-import { objectTypeFrom } from '../from-zod.ts';
+import { inputTypeFrom, objectTypeFrom } from '../from-zod.ts';
 import { validInput } from '../input.ts';
 import { connectionOf, nestedFirst, rootPage } from '../pages.ts';
 import { CustomerRef, customerLoader } from './customers.ts';
@@ -118,5 +118,19 @@ builder.objectField(ProductRef, 'stock', (t) => t.field({
   resolve: (product, _args, ctx) => {
     requirePermission(ctx, 'commerce:read');
     return stockLoader(ctx).load(product.sku);
+  },
+}));
+
+const CreateOrderInput = inputTypeFrom('CreateOrderInput', createOrderBody, 'The body of POST /v3/orders, validated by the same schema (errors name input.<field>).');
+
+builder.mutationField('createOrder', (t) => t.field({
+  type: OrderRef,
+  description: 'Place an order (commerce:write), as POST /v3/orders: reserves stock atomically and starts its fulfilment workflow. With an Idempotency-Key a retry answers the same order.',
+  args: { input: t.arg({ type: CreateOrderInput, required: true }) },
+  resolve: async (_root, args, ctx) => {
+    requirePermission(ctx, 'commerce:write');
+    const body = validInput(createOrderBody, args.input, 'input');
+    const orderId = await ctx.resourceId('order');
+    return ctx.withTemporal(() => placeOrder(ctx.services.temporal, ctx.em, ctx.caller, body, ctx.requestId, orderId));
   },
 }));
