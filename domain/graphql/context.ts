@@ -3,6 +3,7 @@ import { GraphQLError } from 'graphql/index.js';
 import type { IdKind } from '../../platform/ids.ts';
 import type { TemporalHandle } from '../../platform/temporal.ts';
 import type { PaymentGateways } from '../payments/public.ts';
+import type { StockChangeView } from '../warehouses/public.ts';
 import { allows, ALL_PERMISSIONS, type Permission } from '../permissions.ts';
 import type { Scope } from '../scope.ts';
 import type { Loaders } from './loaders.ts';
@@ -42,14 +43,9 @@ export interface GraphQLContext {
 /** A source of committed stock changes of one account and mode (the warehouses realtime hub). */
 export interface StockFeed {
   /** Calls `onChange` for each change of the scope that passes the filter, until the returned function is called. */
-  subscribe(scope: Scope, filter: { warehouses: readonly string[] | null; skus: readonly string[] | null }, onChange: (change: StockChange) => void): Promise<() => void>;
+  subscribe(scope: Scope, filter: { warehouses: readonly string[] | null; skus: readonly string[] | null }, onChange: (change: StockChangeView) => void): Promise<() => void>;
 }
 
-/** A committed stock change, as the realtime WebSocket's `stock_changed` message (without `type`). */
-export interface StockChange {
-  seq: number; warehouse_id: string; sku: string; quantity: number; reserved: number; available: number; in_transit: number;
-  change: { quantity: number; reserved: number; in_transit: number }; reason: string; reference: string | null; occurred_at: string;
-}
 
 /**
  * The field-level permission check: a field that reads or writes an area's data needs the scope

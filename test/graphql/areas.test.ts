@@ -1,9 +1,10 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { card, newPlan } from '../billing/support.ts';
 import { create, openShop, orderBody, stockedProduct, stockOf, type Shop } from '../commerce/support.ts';
+import { realtimeHubOf } from '../../domain/warehouses/realtime.ts';
 import { usePlatform } from '../support/use-platform.ts';
 
-/** Products, stock levels, loyalty balances, and the order and subscription mutations over GraphQL (docs/graphql.md). */
+/** Products, stock levels, loyalty balances, the order and subscription mutations, and the inventory subscription over GraphQL (docs/graphql.md). */
 const t = usePlatform({ worker: true, ownAccount: true });
 let shop: Shop;
 
@@ -220,5 +221,101 @@ describe('createSubscription and cancelSubscription', () => {
     const cancel = await gql('mutation($id: String!) { cancelSubscription(id: $id) { id } }', { id: theirs.body.id });
     expect(cancel.body.errors[0].extensions.status).toBe(404);
     expect((await t.http(`/v3/subscriptions/${theirs.body.id}`, { key: otherKey })).body.status).toBe(theirs.body.status);
+  });
+});
+
+/** A GraphQL request over server-sent events: the events' results as they arrive. */
+async function subscribe(query: string, variables: Record<string, unknown>, key = t.key) {
+  const controller = new AbortController();
+  const res = await fetch(`${t.platform.url}/v3/graphql`, {
+    method: 'POST', signal: controller.signal,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify({ query, variables }),
+  });
+  const results: any[] = [];
+  let buffer = '';
+  let ended = false;
+  const waiting: (() => void)[] = [];
+  void (async () => {
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let end;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const event = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = /^data: (.*)$/m.exec(event)?.[1];
+          if (/^event: next$/m.test(event) && data) results.push(JSON.parse(data));
+        }
+        waiting.splice(0).forEach((w) => w());
+      }
+    } catch {
+      // aborted
+    }
+    ended = true;
+    waiting.splice(0).forEach((w) => w());
+  })();
+  /** Waits until `n` results arrived (or the stream ended). */
+  const next = async (n: number) => {
+    while (results.length < n && !ended) await new Promise<void>((r) => waiting.push(r));
+    return results.slice(0, n);
+  };
+  return { res, results, next, close: () => controller.abort(), ended: () => ended };
+}
+
+describe('inventoryChanged (subscription over server-sent events)', () => {
+  const SUB = 'subscription($skus: [String!]) { inventoryChanged(skus: $skus) { seq warehouse_id sku quantity reserved available change reason } }';
+  const setStock = (key: string, warehouseId: string, code: string, quantity: number) =>
+    t.http(`/v3/inventory/${code}/stock`, { key, method: 'PUT', body: { warehouse_id: warehouseId, quantity, operation: 'set' } });
+
+  it('sends a stock change made through REST, and never another account\'s change', async () => {
+    const code = sku('LIVE');
+    await stockedProduct(t.http, t.key, shop, code, 2);
+    const otherKey = await t.platform.newKey({ accountId: await t.platform.newAccount(), type: 'test' });
+    const otherShop = await openShop(t.http, otherKey);
+    await stockedProduct(t.http, otherKey, otherShop, code, 1);
+
+    const sub = await subscribe(SUB, { skus: [code] });
+    expect(sub.res.status).toBe(200);
+    expect(sub.res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect((await setStock(t.key, shop.warehouseId, code, 9)).status).toBe(200);
+    expect((await setStock(otherKey, otherShop.warehouseId, code, 50)).status).toBe(200);
+    // A second change of our own after the other account's: when it arrives, the other's would have (commit order).
+    expect((await setStock(t.key, shop.warehouseId, code, 4)).status).toBe(200);
+    const [first, second] = await sub.next(2);
+    expect(first.data.inventoryChanged).toMatchObject({
+      warehouse_id: shop.warehouseId, sku: code, quantity: 9, reserved: 0, available: 9, change: { quantity: 7, reserved: 0, in_transit: 0 }, reason: 'stock_update',
+    });
+    expect(second.data.inventoryChanged).toMatchObject({ warehouse_id: shop.warehouseId, quantity: 4, change: { quantity: -5 } });
+    expect(second.data.inventoryChanged.seq).toBeGreaterThan(first.data.inventoryChanged.seq);
+    expect(sub.results).toHaveLength(2);
+
+    // The client going away ends the subscription on the server.
+    const hub = realtimeHubOf(t.platform.api.deps)!;
+    expect(hub.subscribers).toBeGreaterThanOrEqual(1);
+    const before = hub.subscribers;
+    sub.close();
+    for (let i = 0; i < 100 && hub.subscribers >= before; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(hub.subscribers).toBe(before - 1);
+  });
+
+  it('needs warehouses:read, and refuses a bad document or filter before streaming', async () => {
+    const key = await t.platform.newKey({ accountId: t.accountId, type: 'restricted', mode: 'test', permissions: ['graphql:read', 'commerce:read'] });
+    const denied = await subscribe(SUB, { skus: ['X'] }, key);
+    const [result] = await denied.next(1);
+    expect(result.errors[0].extensions).toMatchObject({ code: 'permission_denied', required_permission: 'warehouses:read' });
+    expect(result.data ?? null).toBeNull();
+
+    const bad = await fetch(`${t.platform.url}/v3/graphql`, {
+      method: 'POST', headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ query: 'subscription { inventoryChanged(nope: 1) { seq } }' }),
+    });
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).code).toBe('graphql_validation_failed');
+
+    const tooLong = await subscribe(SUB, { skus: ['x'.repeat(65)] });
+    const [refused] = await tooLong.next(1);
+    expect(refused.errors[0].extensions).toMatchObject({ code: 'validation_failed', errors: [{ path: 'skus.0' }] });
   });
 });
