@@ -300,6 +300,23 @@ describe('inventoryChanged (subscription over server-sent events)', () => {
     expect(hub.subscribers).toBe(before - 1);
   });
 
+  it('stores a mutation answered over server-sent events for a retry with the same Idempotency-Key', async () => {
+    const idem = `gql-sse-${Math.random().toString(36).slice(2)}`;
+    const send = () => fetch(`${t.platform.url}/v3/graphql`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json', accept: 'text/event-stream', 'idempotency-key': idem },
+      body: JSON.stringify({ query: 'mutation($input: CreateCustomerInput!) { createCustomer(input: $input) { id } }', variables: { input: { name: 'Streamed', email: `${idem}@example.com` } } }),
+    });
+    const first = await send();
+    const firstText = await first.text();
+    expect(first.status, firstText).toBe(200);
+    expect(firstText).toMatch(/event: next\ndata: \{"data":\{"createCustomer":\{"id":"cus_/);
+    const again = await send();
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await again.text()).toBe(firstText);
+    expect((await t.http(`/v3/customers?email=${idem}@example.com`, { key: t.key })).body.data).toHaveLength(1);
+  });
+
   it('needs warehouses:read, and refuses a bad document or filter before streaming', async () => {
     const key = await t.platform.newKey({ accountId: t.accountId, type: 'restricted', mode: 'test', permissions: ['graphql:read', 'commerce:read'] });
     const denied = await subscribe(SUB, { skus: ['X'] }, key);

@@ -76,7 +76,8 @@ async function execute(ctx: HandlerContext<unknown, unknown, unknown>, payload: 
  * Sends yoga's server-sent events (`event: next` with each result, `event: complete` at the end,
  * comments as keep-alives) to the client as they come. The stream may last long (a subscription),
  * so the key's concurrency slot is given back once it has started, as the WebSocket feed does;
- * when the client goes away, the stream is canceled, which ends the subscription.
+ * when the client goes away, the stream is canceled, which ends the subscription. (A request with
+ * an Idempotency-Key is one mutation: its stream ends by itself and is stored whole, as /v3/ai's.)
  */
 async function streamEvents(ctx: HandlerContext<unknown, unknown, unknown>, response: Response): Promise<void> {
   const { res } = ctx;
@@ -85,7 +86,12 @@ async function streamEvents(ctx: HandlerContext<unknown, unknown, unknown>, resp
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('X-Accel-Buffering', 'no');
   res.flushHeaders();
-  await state(res).release?.();
+  const st = state(res);
+  // A mutation with an Idempotency-Key (one result, then complete): the stream is stored for a retry.
+  const store = st.beforeSend;
+  st.beforeSend = undefined;
+  const chunks: Buffer[] | null = store ? [] : null;
+  if (!store) await st.release?.();
   const reader = response.body!.getReader();
   const cancel = () => void reader.cancel().catch(() => undefined);
   res.once('close', cancel);
@@ -93,11 +99,14 @@ async function streamEvents(ctx: HandlerContext<unknown, unknown, unknown>, resp
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
+      chunks?.push(Buffer.from(value));
       if (res.destroyed || res.writableEnded) break;
       res.write(value);
     }
   } finally {
     res.off('close', cancel);
+    await store?.(200, { 'Content-Type': `${EVENT_STREAM}; charset=utf-8` }, Buffer.concat(chunks ?? []));
+    await st.release?.();
     if (!res.destroyed && !res.writableEnded) res.end();
   }
 }
