@@ -190,9 +190,14 @@ describe('createSubscription and cancelSubscription', () => {
     const list = await t.http(`/v3/subscriptions?customer_id=${customer.id}`, { key: t.key });
     expect(list.body.data.map((s: any) => s.id)).toEqual([sub.id]);
 
-    const cancel = await gql('mutation($id: String!) { cancelSubscription(id: $id, input: { at_period_end: true }) { id status cancel_at_period_end } }', { id: sub.id });
+    const CANCEL = 'mutation($id: String!) { cancelSubscription(id: $id, input: { at_period_end: true }) { id status cancel_at_period_end } }';
+    const cancelKey = { 'Idempotency-Key': `${idem}-cancel` };
+    const cancel = await gql(CANCEL, { id: sub.id }, { headers: cancelKey });
     expect(cancel.body.errors).toBeUndefined();
     expect(cancel.body.data.cancelSubscription).toMatchObject({ id: sub.id, cancel_at_period_end: true });
+    const cancelAgain = await gql(CANCEL, { id: sub.id }, { headers: cancelKey });
+    expect(cancelAgain.headers.get('idempotent-replayed')).toBe('true');
+    expect(cancelAgain.body).toEqual(cancel.body);
     const rest = await t.http(`/v3/subscriptions/${sub.id}`, { key: t.key });
     expect(rest.body.cancel_at_period_end).toBe(true);
   });
@@ -206,6 +211,18 @@ describe('createSubscription and cancelSubscription', () => {
     const otherKey = await t.platform.newKey({ accountId: await t.platform.newAccount(), type: 'test' });
     const otherPlan = await newPlan(t.http, otherKey, { amount: 100 });
     const customer = await create(t.http, t.key, '/v3/customers', { name: 'Mine' });
+    const plan = await newPlan(t.http, t.key, { amount: 100 });
+    const good = { customer_id: customer.id, plan_id: plan.id, auto_collection: false };
+    const nul = await gql(CREATE_SUB, { input: { ...good, metadata: { k: 'a\u0000b' } } });
+    expect(nul.status, nul.text).toBe(422);
+    const huge = await gql(CREATE_SUB, { input: { ...good, trial_period_days: 2 ** 53 } });
+    expect(huge.status, huge.text).toBe(400);
+    const hugeCard = await gql(CREATE_SUB, { input: { ...good, payment_method: { type: 'card', card: { number: '4242424242424242', exp_month: 1e300, exp_year: 2030, cvc: '123' } } } });
+    expect(hugeCard.status, hugeCard.text).toBeGreaterThanOrEqual(400);
+    expect(hugeCard.status, hugeCard.text).toBeLessThan(500);
+    const deep = await gql(CREATE_SUB, { input: { ...good, metadata: JSON.parse(`${'{"a":'.repeat(200)}"x"${'}'.repeat(200)}`) } });
+    expect(deep.status, deep.text).toBeLessThan(500);
+    expect(JSON.stringify(deep.body)).not.toContain('"id":"sub_');
     const foreignBody = { customer_id: customer.id, plan_id: otherPlan.id, auto_collection: false };
     const foreign = await gql(CREATE_SUB, { input: foreignBody });
     expect(foreign.body.data).toBeNull();
