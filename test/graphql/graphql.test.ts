@@ -40,6 +40,8 @@ async function countingQueries<T>(fn: () => Promise<T>): Promise<{ result: T; st
     if ((/^select "c0"\.\* from /.test(text) || text.includes('bp_rank')) && tables.test(text)) statements.push(text);
     // The loyalty balances' batch reads (the program's own read is shared with the loyalty consumers).
     else if (/\bloyalty_(accounts|grants|rewards)\b/.test(text) && /any\(\$\d::text\[\]\)|cost <= \$3/.test(text)) statements.push(text);
+    // Products, and the stock levels of many SKUs (Product.stock).
+    else if (/^select "p0"\.\* from "products"/.test(text) || /from inventory_levels where account_id = .* and sku in \(/.test(text)) statements.push(text);
     return (original as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof original;
   try {
@@ -110,6 +112,20 @@ describe('nested queries', () => {
     expect(large.statements.length).toBeGreaterThanOrEqual(9);
     expect(large.statements.length, large.statements.map((q) => q.slice(0, 120)).join("\n")).toBeLessThanOrEqual(11);
     expect(large.statements.length).toBe(small.statements.length);
+  });
+
+  it('reads the stock of many products in one statement (Product.stock)', async () => {
+    for (let i = 0; i < 5; i++) await stockedProduct(t.http, t.key, shop, `N1-${i}-${Math.random().toString(36).slice(2, 6)}`, i + 1);
+    const query = 'query($n: Int) { products(first: $n) { edges { node { id sku stock { warehouse_id available } } } } }';
+    const small = await countingQueries(() => gql(query, { n: 2 }));
+    const large = await countingQueries(() => gql(query, { n: 6 }));
+    expect(large.result.body.errors).toBeUndefined();
+    const nodes = large.result.body.data.products.edges.map((e: any) => e.node);
+    expect(nodes).toHaveLength(6);
+    expect(nodes.every((n: any) => n.stock.length === 1 && n.stock[0].warehouse_id === shop.warehouseId)).toBe(true);
+    // products, then the levels of all their SKUs.
+    expect(large.statements, large.statements.map((q) => q.slice(0, 120)).join('\n')).toHaveLength(2);
+    expect(small.statements).toHaveLength(2);
   });
 
   it('pages a root list with first and after', async () => {
