@@ -42,8 +42,11 @@ export interface GraphQLContext {
 
 /** A source of committed stock changes of one account and mode (the warehouses realtime hub). */
 export interface StockFeed {
-  /** Calls `onChange` for each change of the scope that passes the filter, until the returned function is called. */
-  subscribe(scope: Scope, filter: { warehouses: readonly string[] | null; skus: readonly string[] | null }, onChange: (change: StockChangeView) => void): Promise<() => void>;
+  /** Calls `onChange` for each change of the scope that passes the filter, until the returned function is called or the feed closes (`onClose`). */
+  subscribe(
+    scope: Scope, filter: { warehouses: readonly string[] | null; skus: readonly string[] | null },
+    onChange: (change: StockChangeView) => void, onClose: () => void,
+  ): Promise<() => void>;
 }
 
 

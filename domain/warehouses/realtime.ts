@@ -84,6 +84,8 @@ interface Listener {
   warehouses: Set<string> | null;
   skus: Set<string> | null;
   onChange: (change: StockChangeView) => void;
+  /** Called when the hub closes (the server shuts down): the subscriber ends its stream. */
+  onClose: () => void;
 }
 
 interface Identity extends Scope {
@@ -183,14 +185,17 @@ export class InventoryRealtime {
   /**
    * Calls `onChange` with every change of the scope's stock that passes the filter (null: all), as
    * it commits, from when the returned promise resolves (the LISTEN connection is up) until the
-   * returned function is called. No replay: a subscriber that reconnects reads the stock again.
+   * returned function is called, or the hub closes (`onClose`: the server shuts down, the client
+   * reconnects to another replica). No replay: a subscriber that reconnects reads the stock again.
    */
   async subscribe(
-    scope: Scope, filter: { warehouses: readonly string[] | null; skus: readonly string[] | null }, onChange: (change: StockChangeView) => void,
+    scope: Scope, filter: { warehouses: readonly string[] | null; skus: readonly string[] | null },
+    onChange: (change: StockChangeView) => void, onClose: () => void = () => undefined,
   ): Promise<() => void> {
     await this.ready();
+    if (this.#closed) throw new ApiError({ status: 503, code: 'service_unavailable', title: 'Service Unavailable', detail: 'This server is shutting down.', suggestion: 'Reconnect (to another replica).' });
     const key = scopeKey(scope.accountId, scope.livemode);
-    const listener: Listener = { warehouses: filter.warehouses && new Set(filter.warehouses), skus: filter.skus && new Set(filter.skus), onChange };
+    const listener: Listener = { warehouses: filter.warehouses && new Set(filter.warehouses), skus: filter.skus && new Set(filter.skus), onChange, onClose };
     let set = this.#listeners.get(key);
     if (!set) this.#listeners.set(key, (set = new Set()));
     set.add(listener);
@@ -210,6 +215,8 @@ export class InventoryRealtime {
     if (this.#heartbeat) clearInterval(this.#heartbeat);
     if (this.#reconnect) clearTimeout(this.#reconnect);
     for (const set of this.#conns.values()) for (const c of set) c.ws.close(CLOSE_CODES.goingAway, 'server shutting down');
+    for (const set of this.#listeners.values()) for (const l of set) l.onClose();
+    this.#listeners.clear();
     await new Promise((r) => setTimeout(r, 20));
     for (const set of this.#conns.values()) for (const c of set) c.ws.terminate();
     this.#conns.clear();

@@ -352,4 +352,14 @@ describe('inventoryChanged (subscription over server-sent events)', () => {
     const [refused] = await tooLong.next(1);
     expect(refused.errors[0].extensions).toMatchObject({ code: 'validation_failed', errors: [{ path: 'skus.0' }] });
   });
+
+  // Last: it closes this API's realtime hub.
+  it('ends the stream (complete) when the server shuts down', async () => {
+    const sub = await subscribe(SUB, { skus: ['ANY'] });
+    expect(sub.res.status).toBe(200);
+    await realtimeHubOf(t.platform.api.deps)!.close();
+    await sub.next(1);
+    expect(sub.ended()).toBe(true);
+    expect(sub.results).toEqual([]);
+  });
 });

@@ -21,7 +21,8 @@ const filters = z.strictObject({
 /**
  * The changes a subscription sends, as an async iterator over the feed: subscribed before it is
  * returned (so a change committed once the response has started is never missed), unsubscribed
- * when the client goes away (`return`), and bounded (a subscriber that does not read is ended).
+ * when the client goes away (`return`), ended when the server shuts down, and bounded (a
+ * subscriber that does not read is ended).
  */
 async function changes(feed: StockFeed, scope: Scope, filter: z.output<typeof filters>): Promise<AsyncIterableIterator<StockChangeView>> {
   const queue: StockChangeView[] = [];
@@ -32,7 +33,8 @@ async function changes(feed: StockFeed, scope: Scope, filter: z.output<typeof fi
     if (queue.length >= MAX_QUEUED_CHANGES) overflow = true;
     else queue.push(change);
     wake?.();
-  });
+  }, () => close());
+  // The server shutting down ends the stream (`complete`): the client reconnects to another replica.
   const close = () => {
     done = true;
     unsubscribe();
