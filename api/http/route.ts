@@ -161,7 +161,6 @@ export function routeDispatcher(routes: RouteSpec<any, any, any>[], deps: AppDep
     const handle = async (auth: AuthContext, raw: Buffer): Promise<HandlerResult> => {
       const input = spec.body ? parseJson(raw) : undefined;
       const [body, query, params] = validate([[spec.body, input], [spec.query, req.query], [spec.params, req.params]]);
-      if (spec.temporal) await deps.temporal.ensureAvailable();
       let em: EntityManager | undefined;
       const idempotencyKey = state(res).idempotencyKey ?? null;
       const run = () => spec.handler({
@@ -172,9 +171,7 @@ export function routeDispatcher(routes: RouteSpec<any, any, any>[], deps: AppDep
         resourceId: (kind) => (idempotencyKey === null ? Promise.resolve(newId(kind)) : idempotency.resourceId(auth, idempotencyKey, newId(kind))),
         em: () => (em ??= scopedEm(deps.orm, auth)),
       });
-      return spec.temporal
-        ? deps.temporal.connection.withDeadline(Date.now() + deps.config.TEMPORAL_CALL_TIMEOUT_MS + (spec.temporalWaitMs?.(deps) ?? 0), run)
-        : run();
+      return spec.temporal ? withTemporalDeadline(deps, run, spec.temporalWaitMs?.(deps) ?? 0) : run();
     };
     let result: HandlerResult;
     if (isReadOnly(spec)) {
@@ -207,6 +204,16 @@ export function routeDispatcher(routes: RouteSpec<any, any, any>[], deps: AppDep
   };
   /** What it serves, for introspection (the OpenAPI completeness test). */
   return Object.assign(dispatch, { table });
+}
+
+/**
+ * Runs Temporal calls as a `temporal` route does: 503 at once while Temporal is down, and a deadline
+ * (`TEMPORAL_CALL_TIMEOUT_MS` plus `waitMs`) after which they answer 503 instead of hanging. GraphQL's
+ * mutations that start workflows run through it too.
+ */
+export async function withTemporalDeadline<T>(deps: AppDeps, run: () => Promise<T>, waitMs = 0): Promise<T> {
+  await deps.temporal.ensureAvailable();
+  return deps.temporal.connection.withDeadline(Date.now() + deps.config.TEMPORAL_CALL_TIMEOUT_MS + waitMs, run);
 }
 
 function isReadOnly(spec: RouteSpec<any, any, any>): boolean {

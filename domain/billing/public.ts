@@ -7,3 +7,6 @@ export { listSubscriptions, listInvoices } from './service.ts';
 /** Batch reads for GraphQL's loaders (a customer's subscriptions and invoices, many customers at once) and the resource schemas. */
 export { subscriptionsOfCustomers, invoicesOfCustomers } from './service.ts';
 export { subscriptionSchema, invoiceSchema, type SubscriptionView, type InvoiceView } from './schemas.ts';
+/** Creating and canceling subscriptions (REST and GraphQL's mutations): the request schemas and the services. */
+export { subscriptionBody, subscriptionInput, cancelSubscriptionBody } from './requests.ts';
+export { createSubscription, cancelSubscription, type BillingContext } from './subscriptions.ts';

@@ -5,6 +5,7 @@ import { toDecimalString } from '../money.ts';
 import { scopeColumns, type Scope } from '../scope.ts';
 import { Product, Store, type Variant } from './entities.ts';
 import { loadRates, priceIn, type PriceView, type RateTable } from './pricing.ts';
+import type { ProductView } from './schemas.ts';
 import { isUniqueViolation } from './sql.ts';
 
 /** A fulfilment deadline of 48 hours unless the store says otherwise. */
@@ -73,25 +74,8 @@ export interface InventorySettings {
   safety_stock: number;
 }
 
-export interface ProductView {
-  id: string;
-  object: 'product';
-  livemode: boolean;
-  store_id: string;
-  name: string;
-  description: string | null;
-  sku: string;
-  price: number;
-  currency: string;
-  prices: Record<string, number>;
-  categories: string[];
-  variants: Variant[];
-  inventory: InventorySettings;
-  active: boolean;
-  metadata: Record<string, string>;
-  created_at: string;
-  updated_at: string;
-}
+/** The Product resource (its schema is `productSchema` in schemas.ts). */
+export type { ProductView } from './schemas.ts';
 
 export interface ProductInput {
   name: string;
@@ -156,6 +140,11 @@ export async function getProduct(em: EntityManager, id: string): Promise<Product
   const product = await em.findOne(Product, { id });
   if (!product) throw notFound('product', id);
   return productView(product);
+}
+
+/** Products by id (those of the EntityManager's account and mode; others are absent): GraphQL's loader. */
+export async function productsByIds(em: EntityManager, ids: readonly string[]): Promise<ProductView[]> {
+  return ids.length ? (await em.find(Product, { id: { $in: [...new Set(ids)] } })).map(productView) : [];
 }
 
 export interface ProductFilters {

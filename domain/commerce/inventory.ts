@@ -92,11 +92,18 @@ const levelKey = (warehouseId: string, sku: string) => `${warehouseId}\u0000${sk
 
 /** Stock of one SKU in every warehouse that holds a row for it. */
 export async function getStock(em: EntityManager, scope: Scope, sku: string): Promise<InventoryLevelView[]> {
+  const levels = await stockOfSkus(em, scope, [sku]);
+  if (!levels.length && !(await skuExists(em, scope, sku))) throw notFound('SKU', sku);
+  return levels;
+}
+
+/** Stock of many SKUs in every warehouse, in one statement (by SKU, then warehouse): GraphQL's `Product.stock`. */
+export async function stockOfSkus(em: EntityManager, scope: Scope, skus: readonly string[]): Promise<InventoryLevelView[]> {
+  if (!skus.length) return [];
   const rows = await em.execute<LevelRow[]>(
-    `select ${LEVEL_COLUMNS} from inventory_levels where account_id = ? and livemode = ? and sku = ? order by warehouse_id`,
-    [scope.accountId, scope.livemode, sku],
+    `select ${LEVEL_COLUMNS} from inventory_levels where account_id = ? and livemode = ? and sku in (?) order by sku, warehouse_id`,
+    [scope.accountId, scope.livemode, [...new Set(skus)]],
   );
-  if (!rows.length && !(await skuExists(em, scope, sku))) throw notFound('SKU', sku);
   return rows.map(levelView);
 }
 

@@ -16,3 +16,10 @@ export { getStock, lowStockLevels } from './inventory.ts';
 /** Batch reads for GraphQL's loaders (many customers' orders, orders by many ids), the order schema and its status groups. */
 export { ordersOfCustomers, ordersByIds, statusesOf } from './orders.ts';
 export { orderSchema } from './schemas.ts';
+/** Products and stock levels for GraphQL: the product schema, lists and batch reads. */
+export { listProducts, productsByIds, type ProductFilters } from './catalog.ts';
+export { stockOfSkus } from './inventory.ts';
+export { productSchema, inventoryLevelSchema, type ProductView, type InventoryLevelView } from './schemas.ts';
+/** Placing an order (POST /v3/orders and GraphQL's createOrder): the request schema and the service. */
+export { createOrderBody } from './requests.ts';
+export { placeOrder } from './order-process.ts';

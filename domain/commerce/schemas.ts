@@ -68,6 +68,28 @@ export const orderSchema = z
   })
   .meta({ id: 'Order' });
 
+export const productSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('product'),
+    livemode: z.boolean(),
+    store_id: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    sku: z.string(),
+    price: z.number().int(),
+    currency: z.string(),
+    prices: z.record(z.string(), z.number().int()),
+    categories: z.array(z.string()),
+    variants: z.array(z.object({ name: z.string(), price: z.number().int(), features: z.array(z.string()) })),
+    inventory: z.object({ track_quantity: z.boolean(), unlimited: z.boolean(), reorder_point: z.number().int(), safety_stock: z.number().int() }),
+    active: z.boolean(),
+    metadata: z.record(z.string(), z.string()),
+    created_at: z.iso.datetime(),
+    updated_at: z.iso.datetime(),
+  })
+  .meta({ id: 'Product' });
+
 export const inventoryLevelSchema = z
   .object({
     object: z.literal('inventory_level'),
@@ -83,6 +105,8 @@ export const inventoryLevelSchema = z
   })
   .meta({ id: 'InventoryLevel' });
 
+/** The Product resource. */
+export type ProductView = z.output<typeof productSchema>;
 /** The Order resource. */
 export type OrderView = z.output<typeof orderSchema>;
 /** The InventoryLevel resource (stock of one SKU in one warehouse). */

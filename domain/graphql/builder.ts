@@ -60,3 +60,4 @@ builder.scalarType('SafeInt', {
 
 builder.queryType({ description: 'Reads over every area, with the relations REST needs several requests for.' });
 builder.mutationType({ description: 'The main writes, validated by the same schemas as REST. One mutation per request when it carries an Idempotency-Key.' });
+builder.subscriptionType({ name: 'SubscriptionRoot', description: 'Changes as they commit, over server-sent events (POST /v3/graphql with Accept: text/event-stream).' });

@@ -81,3 +81,43 @@ export function objectTypeFrom<T extends object>(name: string, schema: z.ZodType
   });
   return ref;
 }
+
+const pascal = (field: string) => field.split('_').map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('');
+
+/**
+ * A GraphQL input object type of a REST request body, read from its zod schema (through its JSON
+ * Schema of the input side): the same field names, scalars as in `fieldsOf`, nested objects with
+ * named fields as nested input types (`<Name><Field>Input`), lists of either as lists, maps
+ * (metadata) and unions as JSON. Every field is optional here whatever the schema says: the REST
+ * schema stays the one validation (required fields, ranges, formats, enums), run by the resolver
+ * with `validInput`, so GraphQL and REST refuse the same input with the same messages
+ * (`input.<field>`). GraphQL itself checks only the shape (unknown fields, a string for a number).
+ */
+export function inputTypeFrom(name: string, schema: z.ZodType, description: string) {
+  const doc = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
+  const defs = doc.$defs ?? {};
+  const deref = (s: JsonSchema): JsonSchema => (s.$ref ? deref(defs[s.$ref.replace('#/$defs/', '')] ?? {}) : s);
+  const resolved = (s: JsonSchema) => deref(unwrap(deref(s)).s);
+  const typeOf = (prefix: string, s: JsonSchema): unknown => {
+    if (s.type === 'object' && s.properties && Object.keys(s.properties).length) return objectOf(`${prefix}Input`, s);
+    if (s.type === 'array' && s.items) {
+      const item = typeOf(prefix, resolved(s.items));
+      return item === 'JSON' ? 'JSON' : [item];
+    }
+    return scalarOf(s);
+  };
+  const objectOf = (typeName: string, object: JsonSchema, text?: string) => {
+    const ref = builder.inputRef<Record<string, unknown>>(typeName);
+    const prefix = typeName.replace(/Input$/, '');
+    ref.implement({
+      ...(text ? { description: text } : {}),
+      fields: (t) => Object.fromEntries(Object.entries(object.properties ?? {}).map(([field, raw]) => {
+        const s = resolved(raw);
+        const about = deref(raw).description ?? s.description;
+        return [field, t.field({ type: typeOf(`${prefix}${pascal(field)}`, s) as never, required: false, ...(about ? { description: about } : {}) })];
+      })),
+    });
+    return ref;
+  };
+  return objectOf(name, deref(doc), description);
+}

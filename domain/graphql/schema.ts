@@ -8,6 +8,8 @@ import './types/shipping.ts';
 import './types/payments.ts';
 import './types/webhooks.ts';
 import './types/operations.ts';
+import './types/rewards.ts';
+import './types/warehouses.ts';
 
 /** The schema, built once per process from the type modules. */
 export const graphqlSchema: GraphQLSchema = builder.toSchema({ sortSchema: true });

@@ -321,13 +321,19 @@ export async function recordAward(pool: Pool, input: AwardInput): Promise<AwardR
 
 /** Points earned (awards and orders, net of reversals, once available) in the 12 months up to `at`. */
 export async function earnedInYear(db: Pick<Pool | PoolClient, 'query'>, scope: Scope, customerId: string, at: Date): Promise<number> {
-  const { rows } = await db.query<{ earned: string }>(
-    `select coalesce(sum(points - reversed_points), 0) as earned from loyalty_grants
-      where account_id = $1 and livemode = $2 and customer_id = $3 and source in ('award', 'order') and status <> 'pending'
-        and awarded_at > $4::timestamptz - interval '12 months' and awarded_at <= $4::timestamptz`,
-    [scope.accountId, scope.livemode, customerId, at],
+  return (await earnedInYearOf(db, scope, [customerId], at)).get(customerId) ?? 0;
+}
+
+/** `earnedInYear` of many customers in one statement (customers without grants are absent: 0). */
+export async function earnedInYearOf(db: Pick<Pool | PoolClient, 'query'>, scope: Scope, customerIds: readonly string[], at: Date): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ customer_id: string; earned: string }>(
+    `select customer_id, coalesce(sum(points - reversed_points), 0) as earned from loyalty_grants
+      where account_id = $1 and livemode = $2 and customer_id = any($3::text[]) and source in ('award', 'order') and status <> 'pending'
+        and awarded_at > $4::timestamptz - interval '12 months' and awarded_at <= $4::timestamptz
+      group by customer_id`,
+    [scope.accountId, scope.livemode, [...customerIds], at],
   );
-  return Number(rows[0]!.earned);
+  return new Map(rows.map((r) => [r.customer_id, Number(r.earned)]));
 }
 
 async function changeTier(

@@ -14,7 +14,7 @@ import { exponent } from '../money.ts';
 import type { Scope } from '../scope.ts';
 import { affordableRewards } from './catalog.ts';
 import { withPrefix } from './ids.ts';
-import { earnedInYear, entryView, redeem, type RedeemInput } from './ledger.ts';
+import { earnedInYearOf, entryView, redeem, type RedeemInput } from './ledger.ts';
 import { loadProgram, programNow, setProgramClock } from './program.ts';
 import { orderPoints, sortedTiers, tierIndex, tierNamed, toDate } from './points.ts';
 import type { BalanceView, LedgerEntryView, RedemptionView, TestClockView } from './schemas.ts';
@@ -129,29 +129,54 @@ export async function redeemReward(
 /** The spec's Loyalty balance, with the tier progress, the next expiry and what the balance affords now. */
 export async function getBalance(pool: Pool, em: EntityManager, scope: Scope, customerId: string): Promise<BalanceView> {
   await requireCustomer(em, customerId, null);
+  return (await balancesOf(pool, scope, [customerId]))[0]!;
+}
+
+/**
+ * The balances of many customers (known to exist in the scope), in the order asked, in a fixed
+ * number of statements whatever their number (the program, the accounts, the points earned in 12
+ * months, the next expiries, the affordable rewards): GraphQL's `Customer.loyalty` loader.
+ */
+export async function balancesOf(pool: Pool, scope: Scope, customerIds: readonly string[]): Promise<BalanceView[]> {
+  if (!customerIds.length) return [];
   const program = await loadProgram(pool, scope);
   const now = programNow(program);
-  const { rows } = await pool.query<{ points_balance: string; pending_points: string; shortfall_points: string; lifetime_points: string; tier: string; tier_review_at: Date | null }>(
-    'select * from loyalty_accounts where id = $1 and account_id = $2 and livemode = $3', [customerId, scope.accountId, scope.livemode]);
-  const account = rows[0];
-  const tiers = sortedTiers(program.tiers);
-  const current = account ? tierNamed(tiers, account.tier) : tiers[0]!;
-  const earned = account ? await earnedInYear(pool, scope, customerId, now) : 0;
-  const next = tiers[tierIndex(tiers, current.name) + 1] ?? null;
-  const balance = Number(account?.points_balance ?? 0);
-  const shortfall = Number(account?.shortfall_points ?? 0);
-  const { rows: expiring } = await pool.query<{ points: string; expires_at: Date }>(
-    `select sum(remaining_points) as points, expires_at from loyalty_grants
-      where account_id = $1 and livemode = $2 and customer_id = $3 and status = 'available' and remaining_points > 0 and expires_at is not null
-      group by expires_at order by expires_at limit 1`, [scope.accountId, scope.livemode, customerId]);
-  return {
-    object: 'loyalty_balance', livemode: scope.livemode, customer_id: customerId, points_balance: balance,
-    tier: { current: current.name, points_to_next: next ? Math.max(next.threshold - earned, 0) : null, next_tier: next?.name ?? null },
-    lifetime_points: Number(account?.lifetime_points ?? 0), pending_points: Number(account?.pending_points ?? 0), shortfall_points: shortfall,
-    points_earned_12m: earned, tier_review_at: account?.tier_review_at ? toDate(account.tier_review_at).toISOString() : null,
-    next_expiry: expiring[0] ? { points: Number(expiring[0].points), expires_at: toDate(expiring[0].expires_at).toISOString() } : null,
-    available_rewards: shortfall > 0 || balance === 0 ? [] : await affordableRewards(pool, scope, balance, now.toISOString().slice(0, 10)),
+  const ids = [...new Set(customerIds)];
+  const { rows: accountRows } = await pool.query<{ id: string; points_balance: string; pending_points: string; shortfall_points: string; lifetime_points: string; tier: string; tier_review_at: Date | null }>(
+    'select * from loyalty_accounts where id = any($1::text[]) and account_id = $2 and livemode = $3', [ids, scope.accountId, scope.livemode]);
+  const accounts = new Map(accountRows.map((a) => [a.id, a]));
+  const withAccount = ids.filter((id) => accounts.has(id));
+  const earned = withAccount.length ? await earnedInYearOf(pool, scope, withAccount, now) : new Map<string, number>();
+  const { rows: expiring } = withAccount.length ? await pool.query<{ customer_id: string; points: string; expires_at: Date }>(
+    `select distinct on (customer_id) customer_id, sum(remaining_points) as points, expires_at from loyalty_grants
+      where account_id = $1 and livemode = $2 and customer_id = any($3::text[]) and status = 'available' and remaining_points > 0 and expires_at is not null
+      group by customer_id, expires_at order by customer_id, expires_at`, [scope.accountId, scope.livemode, withAccount]) : { rows: [] };
+  const nextExpiry = new Map(expiring.map((e) => [e.customer_id, e]));
+  const spendable = (id: string) => {
+    const a = accounts.get(id);
+    return a && Number(a.shortfall_points) === 0 ? Number(a.points_balance) : 0;
   };
+  // The cheapest rewards the richest balance affords: each customer's are a prefix of them (cheapest first).
+  const most = Math.max(0, ...ids.map(spendable));
+  const rewards = most > 0 ? await affordableRewards(pool, scope, most, now.toISOString().slice(0, 10)) : [];
+  const tiers = sortedTiers(program.tiers);
+  return customerIds.map((customerId) => {
+    const account = accounts.get(customerId);
+    const current = account ? tierNamed(tiers, account.tier) : tiers[0]!;
+    const earnedPoints = earned.get(customerId) ?? 0;
+    const next = tiers[tierIndex(tiers, current.name) + 1] ?? null;
+    const expiry = nextExpiry.get(customerId);
+    const affordable = spendable(customerId);
+    return {
+      object: 'loyalty_balance', livemode: scope.livemode, customer_id: customerId, points_balance: Number(account?.points_balance ?? 0),
+      tier: { current: current.name, points_to_next: next ? Math.max(next.threshold - earnedPoints, 0) : null, next_tier: next?.name ?? null },
+      lifetime_points: Number(account?.lifetime_points ?? 0), pending_points: Number(account?.pending_points ?? 0),
+      shortfall_points: Number(account?.shortfall_points ?? 0),
+      points_earned_12m: earnedPoints, tier_review_at: account?.tier_review_at ? toDate(account.tier_review_at).toISOString() : null,
+      next_expiry: expiry ? { points: Number(expiry.points), expires_at: toDate(expiry.expires_at).toISOString() } : null,
+      available_rewards: affordable > 0 ? rewards.filter((r) => r.cost <= affordable) : [],
+    };
+  });
 }
 
 /** The customer's ledger, newest first (or oldest first), optionally of some entry types. */

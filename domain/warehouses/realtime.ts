@@ -10,6 +10,7 @@ import { hashKey, isWellFormedKey } from '../accounts/keys.ts';
 import { allows } from '../permissions.ts';
 import type { Scope } from '../scope.ts';
 import { MOVEMENT_COLUMNS } from './inventory.ts';
+import type { StockChangeView } from './schemas.ts';
 
 /**
  * The realtime inventory feed, `wss://…/v3/inventory/realtime` (protocol: docs/inventory-realtime.md).
@@ -63,26 +64,28 @@ interface Notice {
   dq: number; dr: number; dt: number; why: string; ref: string | null; at: string;
 }
 
-export interface StockChangedMessage {
+export interface StockChangedMessage extends StockChangeView {
   type: 'stock_changed';
-  seq: number;
-  warehouse_id: string;
-  sku: string;
-  quantity: number;
-  reserved: number;
-  available: number;
-  in_transit: number;
-  change: { quantity: number; reserved: number; in_transit: number };
-  reason: string;
-  reference: string | null;
-  occurred_at: string;
+}
+
+function change(n: Notice): StockChangeView {
+  return {
+    seq: n.s, warehouse_id: n.w, sku: n.k, quantity: n.q, reserved: n.r, available: n.q - n.r, in_transit: n.t,
+    change: { quantity: n.dq, reserved: n.dr, in_transit: n.dt }, reason: n.why, reference: n.ref, occurred_at: n.at,
+  };
 }
 
 function message(n: Notice): StockChangedMessage {
-  return {
-    type: 'stock_changed', seq: n.s, warehouse_id: n.w, sku: n.k, quantity: n.q, reserved: n.r, available: n.q - n.r, in_transit: n.t,
-    change: { quantity: n.dq, reserved: n.dr, in_transit: n.dt }, reason: n.why, reference: n.ref, occurred_at: n.at,
-  };
+  return { type: 'stock_changed', ...change(n) };
+}
+
+/** A subscriber inside the process (GraphQL's `inventoryChanged` over server-sent events). */
+interface Listener {
+  warehouses: Set<string> | null;
+  skus: Set<string> | null;
+  onChange: (change: StockChangeView) => void;
+  /** Called when the hub closes (the server shuts down): the subscriber ends its stream. */
+  onClose: () => void;
 }
 
 interface Identity extends Scope {
@@ -122,6 +125,7 @@ export class InventoryRealtime {
   readonly #deps: RealtimeDeps;
   readonly #wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
   readonly #conns = new Map<string, Set<Conn>>();
+  readonly #listeners = new Map<string, Set<Listener>>();
   #listener: pg.Client | null = null;
   #closed = false;
   #heartbeat: NodeJS.Timeout | null = null;
@@ -166,9 +170,39 @@ export class InventoryRealtime {
     this.#heartbeat.unref();
   }
 
+  /** Subscribers inside the process (GraphQL subscriptions), of every account. */
+  get subscribers(): number {
+    let n = 0;
+    for (const set of this.#listeners.values()) n += set.size;
+    return n;
+  }
+
   /** Open sockets of one account and mode. */
   connectionsOf(scope: Scope): number {
     return this.#conns.get(scopeKey(scope.accountId, scope.livemode))?.size ?? 0;
+  }
+
+  /**
+   * Calls `onChange` with every change of the scope's stock that passes the filter (null: all), as
+   * it commits, from when the returned promise resolves (the LISTEN connection is up) until the
+   * returned function is called, or the hub closes (`onClose`: the server shuts down, the client
+   * reconnects to another replica). No replay: a subscriber that reconnects reads the stock again.
+   */
+  async subscribe(
+    scope: Scope, filter: { warehouses: readonly string[] | null; skus: readonly string[] | null },
+    onChange: (change: StockChangeView) => void, onClose: () => void = () => undefined,
+  ): Promise<() => void> {
+    await this.ready();
+    if (this.#closed) throw new ApiError({ status: 503, code: 'service_unavailable', title: 'Service Unavailable', detail: 'This server is shutting down.', suggestion: 'Reconnect (to another replica).' });
+    const key = scopeKey(scope.accountId, scope.livemode);
+    const listener: Listener = { warehouses: filter.warehouses && new Set(filter.warehouses), skus: filter.skus && new Set(filter.skus), onChange, onClose };
+    let set = this.#listeners.get(key);
+    if (!set) this.#listeners.set(key, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (!set.size && this.#listeners.get(key) === set) this.#listeners.delete(key);
+    };
   }
 
   /** Resolves once the LISTEN connection is up. */
@@ -181,6 +215,8 @@ export class InventoryRealtime {
     if (this.#heartbeat) clearInterval(this.#heartbeat);
     if (this.#reconnect) clearTimeout(this.#reconnect);
     for (const set of this.#conns.values()) for (const c of set) c.ws.close(CLOSE_CODES.goingAway, 'server shutting down');
+    for (const set of this.#listeners.values()) for (const l of set) l.onClose();
+    this.#listeners.clear();
     await new Promise((r) => setTimeout(r, 20));
     for (const set of this.#conns.values()) for (const c of set) c.ws.terminate();
     this.#conns.clear();
@@ -435,6 +471,9 @@ export class InventoryRealtime {
         n = JSON.parse(msg.payload) as Notice;
       } catch {
         return;
+      }
+      for (const l of this.#listeners.get(scopeKey(n.a, n.l)) ?? []) {
+        if ((!l.warehouses || l.warehouses.has(n.w)) && (!l.skus || l.skus.has(n.k))) l.onChange(change(n));
       }
       const set = this.#conns.get(scopeKey(n.a, n.l));
       if (!set) return;

@@ -67,6 +67,23 @@ export const stockMovementSchema = z
   })
   .meta({ id: 'StockMovement' });
 
+/** A committed stock change as the realtime feeds send it (the WebSocket's `stock_changed` message, GraphQL's `inventoryChanged`). */
+export const stockChangeSchema = z
+  .object({
+    seq: z.number().int().describe('Per-account-and-mode sequence number, in commit order.'),
+    warehouse_id: z.string(),
+    sku: z.string(),
+    quantity: z.number().int().describe('On hand after the change.'),
+    reserved: z.number().int(),
+    available: z.number().int().describe('quantity − reserved.'),
+    in_transit: z.number().int(),
+    change: z.object({ quantity: z.number().int(), reserved: z.number().int(), in_transit: z.number().int() }).describe('The deltas of this change.'),
+    reason: z.string(),
+    reference: z.string().nullable(),
+    occurred_at: z.string(),
+  })
+  .meta({ id: 'StockChange' });
+
 export const routeSchema = z.object({
   stops: z.array(z.string()).describe('Locations in visiting order, from and back to the depot (the front of aisle A).'),
   distance: z.number().describe('Metres walked along the route.'),
@@ -184,6 +201,7 @@ export const inventoryAdjustmentSchema = z
 export type WarehouseInventoryView = z.output<typeof warehouseInventorySchema>;
 export type InventoryItemView = z.output<typeof inventoryItemSchema>;
 export type StockMovementView = z.output<typeof stockMovementSchema>;
+export type StockChangeView = z.output<typeof stockChangeSchema>;
 export type PickListView = z.output<typeof pickListSchema>;
 export type TransferView = z.output<typeof transferSchema>;
 export type CycleCountView = z.output<typeof cycleCountSchema>;

@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
-import { checkCard, type CardInput } from '../../../domain/payments/public.ts';
+import type { CardInput } from '../../../domain/payments/public.ts';
 import {
   createPlan, createTaxRate, createTestClock, findPlan, findTestClock, clockView, getInvoice, getSubscription, listInvoices, listPlans,
   listSubscriptions, listTaxRates, planView, recordUsage,
@@ -11,10 +11,11 @@ import {
   type BillingContext,
 } from '../../../domain/billing/subscriptions.ts';
 import { SUPPORTED_CURRENCIES, isSupportedCurrency } from '../../../domain/money.ts';
-import { BILLING_CYCLES, INTERVALS, SUBSCRIPTION_STATUSES } from '../../../workflows/billing/shared.ts';
+import { INTERVALS, SUBSCRIPTION_STATUSES } from '../../../workflows/billing/shared.ts';
 import {
   clockSchema, invoiceSchema, planSchema, subscriptionSchema, taxRateSchema, usageSchema,
 } from '../../../domain/billing/schemas.ts';
+import { cancelSubscriptionBody, card, subscriptionBody, subscriptionInput } from '../../../domain/billing/requests.ts';
 import type { AppDeps } from '../../http/deps.ts';
 import { listQuery, listRoute } from '../../http/pagination.ts';
 import { getRoute, route } from '../../http/route.ts';
@@ -28,12 +29,6 @@ const decimal = z.union([z.number().nonnegative(), z.string()])
   .refine((v) => /^\d{1,14}(\.\d{1,6})?$/.test(v), 'expected a non-negative decimal with at most 6 decimal places');
 const timestamp = z.iso.datetime({ offset: true, error: 'expected an ISO 8601 timestamp such as 2025-03-14T09:30:00Z' }).transform((t) => new Date(t));
 const id = z.string().min(1).max(64);
-
-const card = z.strictObject({
-  number: z.string().min(1).max(40), exp_month: z.number().int(), exp_year: z.number().int(), cvc: z.string().min(1).max(8),
-}).superRefine((c, ctx) => {
-  for (const e of checkCard(c, new Date(), '')) ctx.addIssue({ code: 'custom', path: [e.path.replace(/^\./, '')], message: e.message });
-});
 
 const usagePricing = z.strictObject({
   metric_name: z.string().regex(/^[a-z0-9_.:-]{1,64}$/, 'lower-case letters, digits and _ . : -, up to 64 characters'),
@@ -62,19 +57,6 @@ const planBody = z.strictObject({
   }).optional().describe('Retries after a failed collection; default 3, 5 and 7 days, then cancel.'),
   metadata: metadata.optional(),
 }).refine((p) => p.amount > 0 || p.usage, { path: ['amount'], message: 'a plan needs a flat amount, usage pricing, or both' });
-
-const subscriptionBody = z.strictObject({
-  customer_id: id,
-  plan_id: id,
-  billing_cycle: z.enum(BILLING_CYCLES).optional().describe('Defaults to the plan\'s interval; usage_based bills only usage (monthly periods).'),
-  auto_collection: z.boolean().default(true).describe('Charge each invoice to payment_method (without one, invoices wait open for PATCH payment_method); false issues it with a due date (days_until_due).'),
-  trial_period_days: z.number().int().min(0).max(730).default(0),
-  days_until_due: z.number().int().min(0).max(365).default(30).describe('Net terms for invoices without auto collection.'),
-  tax_jurisdiction: z.string().regex(/^[A-Z]{2}(-[A-Z0-9]{1,3})?$/, 'expected a country code or country-region such as DE or US-CA').optional(),
-  payment_method: z.strictObject({ type: z.literal('card'), card }).optional().describe('Tokenized with the gateway before anything else; only brand and last4 are kept. Optional: without it, auto-collected invoices wait open until one is given.'),
-  test_clock: id.optional().describe('Sandbox only: run this subscription on a test clock.'),
-  metadata: metadata.optional(),
-});
 
 function ctxOf(deps: AppDeps, em: EntityManager): BillingContext {
   return { em, temporal: deps.temporal, gateways: deps.paymentGateways, cyclesPerRun: deps.config.BILLING_CYCLES_PER_RUN };
@@ -137,12 +119,7 @@ export const billingRoutes = [
     summary: 'Create a subscription (its workflow writes it; the answer comes once it is stored)',
     permission: 'billing:write', status: 201, temporal: true, body: subscriptionBody, response: subscriptionSchema,
     async handler({ deps, em, auth, body, requestId, resourceId }) {
-      const sub = await createSubscription(ctxOf(deps, em()), auth, {
-        subscriptionId: await resourceId('subscription'),
-        customerId: body.customer_id, planId: body.plan_id, billingCycle: body.billing_cycle ?? null, autoCollection: body.auto_collection,
-        trialPeriodDays: body.trial_period_days, daysUntilDue: body.days_until_due, taxJurisdiction: body.tax_jurisdiction ?? null,
-        testClockId: body.test_clock ?? null, card: (body.payment_method?.card as CardInput | undefined) ?? null, metadata: body.metadata ?? {}, requestId,
-      });
+      const sub = await createSubscription(ctxOf(deps, em()), auth, subscriptionInput(body, await resourceId('subscription'), requestId));
       return { body: sub, headers: { Location: `/v3/subscriptions/${sub.id}` } };
     },
   }),
@@ -177,7 +154,7 @@ export const billingRoutes = [
   route({
     method: 'post', path: '/v3/subscriptions/{subscription_id}/cancel', operationId: 'cancelSubscription', tag: 'Billing',
     summary: 'Cancel a subscription now or at the end of the current period', permission: 'billing:write', status: 200, temporal: true,
-    params: subscriptionParams, body: z.strictObject({ at_period_end: z.boolean().default(false) }), response: subscriptionSchema,
+    params: subscriptionParams, body: cancelSubscriptionBody, response: subscriptionSchema,
     async handler({ deps, em, params, body, requestId, idempotencyKey }) {
       return { body: await cancelSubscription(ctxOf(deps, em()), params.subscription_id, body.at_period_end, requestId, idempotencyKey) };
     },

@@ -2,26 +2,12 @@ import { z } from 'zod';
 import { ORDER_STATUS_GROUPS, type OrderStatusGroup } from '../../../domain/commerce/entities.ts';
 import { ORDER_STATUSES, PAYMENT_STATUSES, orderSchema } from '../../../domain/commerce/schemas.ts';
 import { placeOrder, transitionOrder } from '../../../domain/commerce/order-process.ts';
+import { createOrderBody } from '../../../domain/commerce/requests.ts';
 import { findOrder, listOrders, markOrderPaid, orderView, updateOrder } from '../../../domain/commerce/orders.ts';
-import { csv, dateOrTimestamp, metadata, currency } from '../../http/schemas.ts';
+import { csv, dateOrTimestamp } from '../../http/schemas.ts';
 import { listQuery, listRoute } from '../../http/pagination.ts';
 import { getRoute, route } from '../../http/route.ts';
-import { address, sku } from './schemas.ts';
-
-const createOrderBody = z.strictObject({
-  store_id: z.string().min(1).max(64),
-  customer_id: z.string().min(1).max(64),
-  currency: currency.describe('Lines are priced in this currency (fixed price, or converted with the stored exchange rate).'),
-  line_items: z.array(z.strictObject({
-    sku,
-    quantity: z.number().int('quantities are whole units').min(1).max(10_000),
-    variant: z.string().min(1).max(100).optional().describe("Name of one of the product's variants (its price applies)."),
-  })).min(1, 'an order needs at least one line item').max(100),
-  shipping_address: address,
-  payment_status: z.enum(['unpaid', 'paid']).optional().describe('`paid` for an order paid at checkout; default unpaid.'),
-  payment_id: z.string().min(1).max(64).optional().describe('The payment (`pay_…`) that paid it, if any.'),
-  metadata: metadata.optional(),
-});
+import { address } from './schemas.ts';
 
 const orderId = z.strictObject({ order_id: z.string().min(1).max(64) });
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /** Schema pieces shared by the commerce routes. */
 
-export const sku = z.string().trim().min(1).max(64).regex(/^[A-Za-z0-9][A-Za-z0-9._\-/]*$/, 'SKUs use letters, digits and . _ - /');
+export { sku } from '../../../domain/commerce/requests.ts';
 
 export { address } from '../../../domain/commerce/schemas.ts';
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { createProduct, createStore, findStore, getProduct, listProducts, listStores, storeView } from '../../../domain/commerce/catalog.ts';
 import { MAX_STOCK } from '../../../domain/commerce/inventory.ts';
+import { productSchema } from '../../../domain/commerce/schemas.ts';
 import { count, csv, metadata, currency, minorUnits } from '../../http/schemas.ts';
 import { listQuery, listRoute } from '../../http/pagination.ts';
 import { getRoute, route } from '../../http/route.ts';
@@ -57,27 +58,6 @@ const createProductBody = z
     metadata: metadata.optional(),
   });
 
-export const productSchema = z
-  .object({
-    id: z.string(),
-    object: z.literal('product'),
-    livemode: z.boolean(),
-    store_id: z.string(),
-    name: z.string(),
-    description: z.string().nullable(),
-    sku: z.string(),
-    price: z.number().int(),
-    currency: z.string(),
-    prices: z.record(z.string(), z.number().int()),
-    categories: z.array(z.string()),
-    variants: z.array(z.object({ name: z.string(), price: z.number().int(), features: z.array(z.string()) })),
-    inventory: z.object({ track_quantity: z.boolean(), unlimited: z.boolean(), reorder_point: z.number().int(), safety_stock: z.number().int() }),
-    active: z.boolean(),
-    metadata: z.record(z.string(), z.string()),
-    created_at: z.iso.datetime(),
-    updated_at: z.iso.datetime(),
-  })
-  .meta({ id: 'Product' });
 
 const storeId = z.strictObject({ store_id: z.string().min(1).max(64) });
 const productId = z.strictObject({ product_id: z.string().min(1).max(64) });

@@ -3,12 +3,16 @@ import type { GraphQLContext } from '../../../domain/graphql/context.ts';
 import { Loaders } from '../../../domain/graphql/loaders.ts';
 import { schemaSdl } from '../../../domain/graphql/schema.ts';
 import { ApiError, validationFailed } from '../../../platform/errors.ts';
+import { realtimeHubOf } from '../../../domain/warehouses/public.ts';
 import type { AppDeps } from '../../http/deps.ts';
 import type { HandlerContext, HandlerResult } from '../../http/route.ts';
-import { route } from '../../http/route.ts';
+import { state } from '../../http/context.ts';
+import { prefersMediaType } from '../../http/negotiate.ts';
+import { route, withTemporalDeadline } from '../../http/route.ts';
 import { createGraphqlServer, type ServerContext } from './yoga.ts';
 
 const MAX_DOCUMENT = 20_000;
+const EVENT_STREAM = 'text/event-stream';
 
 const requestBody = z.strictObject({
   query: z.string().min(1).max(MAX_DOCUMENT).describe('The GraphQL document.'),
@@ -46,18 +50,75 @@ async function execute(ctx: HandlerContext<unknown, unknown, unknown>, payload: 
   const { deps, auth } = ctx;
   let yoga = servers.get(deps);
   if (!yoga) servers.set(deps, (yoga = createGraphqlServer(deps.logger)));
+  const stream = prefersMediaType(ctx.req.headers.accept, ['application/json', EVENT_STREAM]) === EVENT_STREAM;
   const context: GraphQLContext & ServerContext = {
     caller: { accountId: auth.accountId, livemode: auth.livemode, keyId: auth.keyId, keyType: auth.keyType, permissions: auth.permissions },
     em: ctx.em(), requestId: ctx.requestId, loaders: new Loaders(), idempotencyKey: ctx.idempotencyKey,
+    resourceId: ctx.resourceId, withTemporal: (run) => withTemporalDeadline(deps, run),
+    services: { temporal: deps.temporal, paymentGateways: deps.paymentGateways, billingCyclesPerRun: deps.config.BILLING_CYCLES_PER_RUN },
     introspection: !auth.livemode || liveIntrospection(deps),
+    stockFeed: realtimeHubOf(deps), run: { started: false },
   };
   const response = await yoga.fetch('http://graphql.internal/v3/graphql', {
-    method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(payload),
+    method: 'POST', headers: { 'content-type': 'application/json', accept: stream ? EVENT_STREAM : 'application/json' }, body: JSON.stringify(payload),
   }, context);
-  const body = (await response.json()) as z.infer<typeof graphqlResponseSchema>;
+  if (stream && context.run.started && response.headers.get('content-type')?.startsWith(EVENT_STREAM)) {
+    await streamEvents(ctx, response);
+    return { body: null };
+  }
+  const body = (stream ? resultOfEvents(await response.text()) : await response.json()) as z.infer<typeof graphqlResponseSchema>;
   if (body.data === undefined) throw notRun(body.errors ?? []);
   // Once execution started: 200 with `errors` beside `data` for the fields that failed.
   return { status: 200, body };
+}
+
+/**
+ * Sends yoga's server-sent events (`event: next` with each result, `event: complete` at the end,
+ * comments as keep-alives) to the client as they come. The stream may last long (a subscription),
+ * so the key's concurrency slot is given back once it has started, as the WebSocket feed does;
+ * when the client goes away, the stream is canceled, which ends the subscription. (A request with
+ * an Idempotency-Key is one mutation: its stream ends by itself and is stored whole, as /v3/ai's.)
+ */
+async function streamEvents(ctx: HandlerContext<unknown, unknown, unknown>, response: Response): Promise<void> {
+  const { res } = ctx;
+  res.status(200);
+  res.setHeader('Content-Type', `${EVENT_STREAM}; charset=utf-8`);
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('X-Accel-Buffering', 'no');
+  res.flushHeaders();
+  const st = state(res);
+  // A mutation with an Idempotency-Key (one result, then complete): the stream is stored for a retry.
+  const store = st.beforeSend;
+  st.beforeSend = undefined;
+  const chunks: Buffer[] | null = store ? [] : null;
+  if (!store) await st.release?.();
+  const reader = response.body!.getReader();
+  const cancel = () => void reader.cancel().catch(() => undefined);
+  res.once('close', cancel);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks?.push(Buffer.from(value));
+      if (res.destroyed || res.writableEnded) break;
+      res.write(value);
+    }
+  } finally {
+    res.off('close', cancel);
+    await store?.(200, { 'Content-Type': `${EVENT_STREAM}; charset=utf-8` }, Buffer.concat(chunks ?? []));
+    await st.release?.();
+    if (!res.destroyed && !res.writableEnded) res.end();
+  }
+}
+
+/** The GraphQL result in the events of a document that did not run (one `next` event). */
+function resultOfEvents(text: string): unknown {
+  const data = /^event: next\ndata: (.*)$/m.exec(text)?.[1];
+  try {
+    return data ? JSON.parse(data) : { errors: [] };
+  } catch {
+    return { errors: [] };
+  }
 }
 
 /**
@@ -83,17 +144,22 @@ const graphqlResponses = {
   400: { description: 'The document did not run: syntax or validation errors, a depth/cost/alias limit (query_too_deep, query_too_costly, too_many_aliases), introspection in live mode, or an Idempotency-Key on more than one mutation (idempotency_key_needs_one_mutation); the GraphQL errors are in graphql_errors' },
 };
 
+const eventStream = {
+  mediaType: EVENT_STREAM,
+  description: 'server-sent events with Accept: text/event-stream (GraphQL over SSE, distinct connections): `next` with each result (a subscription\'s changes as they commit), then `complete`',
+};
+
 export const graphqlRoutes = [
   route({
     method: 'post', path: '/v3/graphql', operationId: 'graphql', tag: 'GraphQL',
-    summary: 'Run a GraphQL query or mutation (field permissions as REST; Idempotency-Key for one mutation)',
-    permission: 'graphql:read', status: 200, body: requestBody, response: graphqlResponseSchema, responses: graphqlResponses,
+    summary: 'Run a GraphQL query or mutation, or a subscription over server-sent events (field permissions as REST; Idempotency-Key for one mutation)',
+    permission: 'graphql:read', status: 200, body: requestBody, response: graphqlResponseSchema, responses: graphqlResponses, stream: eventStream,
     handler: (ctx) => execute(ctx, ctx.body),
   }),
   route({
     method: 'get', path: '/v3/graphql', operationId: 'graphqlGet', tag: 'GraphQL',
     summary: 'Run a GraphQL query given in the URL (queries only)',
-    permission: 'graphql:read', status: 200, query: requestQuery, response: graphqlResponseSchema, responses: graphqlResponses,
+    permission: 'graphql:read', status: 200, query: requestQuery, response: graphqlResponseSchema, responses: graphqlResponses, stream: eventStream,
     handler: (ctx) => {
       let variables: unknown;
       try {

@@ -11,6 +11,8 @@ import type { Logger } from '../../../platform/logger.ts';
 /** What the route hands GraphQL besides the resolvers' context: whether this caller may introspect. */
 export interface ServerContext extends GraphQLContext {
   introspection: boolean;
+  /** Set once the document passed parsing and validation and runs (the object is shared with the route). */
+  run: { started: boolean };
 }
 
 /**
@@ -51,6 +53,13 @@ const requestRules: Plugin<ServerContext> = {
   onValidate({ addValidationRule, context }) {
     if (!context.introspection) addValidationRule(NoSchemaIntrospectionCustomRule);
     if (context.idempotencyKey !== null) addValidationRule(oneMutationPerKey);
+  },
+  // What tells the route a stream of events from a document that never ran (answered as a 400 problem).
+  onExecute({ args }) {
+    args.contextValue.run.started = true;
+  },
+  onSubscribe({ args }) {
+    args.contextValue.run.started = true;
   },
 };
 

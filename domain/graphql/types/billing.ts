@@ -1,9 +1,13 @@
-import { invoiceSchema, invoicesOfCustomers, listInvoices, listSubscriptions, subscriptionSchema, subscriptionsOfCustomers, type InvoiceView, type SubscriptionView } from '../../billing/public.ts';
+import {
+  cancelSubscription, cancelSubscriptionBody, createSubscription, invoiceSchema, invoicesOfCustomers, listInvoices, listSubscriptions, subscriptionBody,
+  subscriptionInput, subscriptionSchema, subscriptionsOfCustomers, type BillingContext, type InvoiceView, type SubscriptionView,
+} from '../../billing/public.ts';
 import { SUBSCRIPTION_STATUSES } from '../../../workflows/billing/shared.ts';
 import { builder } from '../builder.ts';
-import { requirePermission } from '../context.ts';
+import { requirePermission, type GraphQLContext } from '../context.ts';
 import { enumFrom } from '../enums.ts';
-import { objectTypeFrom } from '../from-zod.ts';
+import { inputTypeFrom, objectTypeFrom } from '../from-zod.ts';
+import { validInput } from '../input.ts';
 import { connectionOf, nestedFirst, rootPage } from '../pages.ts';
 import { CustomerRef, customerLoader } from './customers.ts';
 
@@ -81,5 +85,35 @@ builder.objectField(InvoiceRef, 'subscription', (t) => t.field({
     if (!invoice.subscription_id) return null;
     return ctx.loaders.byId('subscriptions', async (ids) => listSubscriptions(ctx.em, {}, { where: { id: { $in: [...ids] } }, direction: 'desc', limit: ids.length }))
       .load(invoice.subscription_id);
+  },
+}));
+
+const CreateSubscriptionInput = inputTypeFrom('CreateSubscriptionInput', subscriptionBody, 'The body of POST /v3/subscriptions, validated by the same schema (errors name input.<field>).');
+const CancelSubscriptionInput = inputTypeFrom('CancelSubscriptionInput', cancelSubscriptionBody, 'The body of POST /v3/subscriptions/{subscription_id}/cancel.');
+
+function billingContext(ctx: GraphQLContext): BillingContext {
+  return { em: ctx.em, temporal: ctx.services.temporal, gateways: ctx.services.paymentGateways, cyclesPerRun: ctx.services.billingCyclesPerRun };
+}
+
+builder.mutationField('createSubscription', (t) => t.field({
+  type: SubscriptionRef,
+  description: 'Create a subscription (billing:write), as POST /v3/subscriptions: its workflow writes it; the answer comes once it is stored. With an Idempotency-Key a retry answers the same subscription.',
+  args: { input: t.arg({ type: CreateSubscriptionInput, required: true }) },
+  resolve: async (_root, args, ctx) => {
+    requirePermission(ctx, 'billing:write');
+    const body = validInput(subscriptionBody, args.input, 'input');
+    const input = subscriptionInput(body, await ctx.resourceId('subscription'), ctx.requestId);
+    return ctx.withTemporal(() => createSubscription(billingContext(ctx), ctx.caller, input));
+  },
+}));
+
+builder.mutationField('cancelSubscription', (t) => t.field({
+  type: SubscriptionRef,
+  description: 'Cancel a subscription now or at the end of the current period (billing:write), as POST /v3/subscriptions/{subscription_id}/cancel.',
+  args: { id: t.arg.string({ required: true }), input: t.arg({ type: CancelSubscriptionInput, required: false }) },
+  resolve: async (_root, args, ctx) => {
+    requirePermission(ctx, 'billing:write');
+    const body = validInput(cancelSubscriptionBody, args.input ?? {}, 'input');
+    return ctx.withTemporal(() => cancelSubscription(billingContext(ctx), args.id, body.at_period_end, ctx.requestId, ctx.idempotencyKey));
   },
 }));

@@ -6,7 +6,7 @@ import {
 import { builder } from '../builder.ts';
 import { requirePermission, type GraphQLContext } from '../context.ts';
 import { enumFrom } from '../enums.ts';
-import { objectTypeFrom } from '../from-zod.ts';
+import { inputTypeFrom, objectTypeFrom } from '../from-zod.ts';
 import { validInput } from '../input.ts';
 import { connectionOf, rootPage } from '../pages.ts';
 
@@ -50,10 +50,13 @@ builder.queryField('customers', (t) => t.connection({
   },
 }));
 
+const CreateCustomerInput = inputTypeFrom('CreateCustomerInput', customerCreateBody, 'The body of POST /v3/customers, validated by the same schema (errors name input.<field>).');
+const UpdateCustomerInput = inputTypeFrom('UpdateCustomerInput', customerUpdateBody, 'The body of PATCH /v3/customers/{customer_id}, validated by the same schema.');
+
 builder.mutationField('createCustomer', (t) => t.field({
   type: CustomerRef,
   description: 'Create a customer (crm:write): the input is POST /v3/customers\'s body, validated by the same schema.',
-  args: { input: t.arg({ type: 'JSON', required: true, description: 'The body of POST /v3/customers.' }) },
+  args: { input: t.arg({ type: CreateCustomerInput, required: true }) },
   resolve: async (_root, args, ctx) => {
     requirePermission(ctx, 'crm:write');
     return createCustomer(ctx.em, ctx.caller, validInput(customerCreateBody, args.input, 'input'));
@@ -65,7 +68,7 @@ builder.mutationField('updateCustomer', (t) => t.field({
   description: 'Update a customer (crm:write; records customer.updated): the input is PATCH /v3/customers/{id}\'s body.',
   args: {
     id: t.arg.string({ required: true }),
-    input: t.arg({ type: 'JSON', required: true, description: 'The body of PATCH /v3/customers/{customer_id}.' }),
+    input: t.arg({ type: UpdateCustomerInput, required: true }),
   },
   resolve: async (_root, args, ctx) => {
     requirePermission(ctx, 'crm:write');
