@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { GraphQLContext } from '../../../domain/graphql/context.ts';
 import { Loaders } from '../../../domain/graphql/loaders.ts';
-import { schemaSdl } from '../../../domain/graphql/schema.ts';
 import { ApiError, validationFailed } from '../../../platform/errors.ts';
 import { realtimeHubOf } from '../../../domain/warehouses/public.ts';
 import type { AppDeps } from '../../http/deps.ts';
@@ -9,7 +8,7 @@ import type { HandlerContext, HandlerResult } from '../../http/route.ts';
 import { state } from '../../http/context.ts';
 import { prefersMediaType } from '../../http/negotiate.ts';
 import { route, withTemporalDeadline } from '../../http/route.ts';
-import { createGraphqlServer, type ServerContext } from './yoga.ts';
+import type { ServerContext, createGraphqlServer } from './yoga.ts';
 
 const MAX_DOCUMENT = 20_000;
 const EVENT_STREAM = 'text/event-stream';
@@ -39,8 +38,11 @@ export const graphqlResponseSchema = z.object({
   errors: z.array(graphqlError).optional(),
 }).meta({ id: 'GraphQLResponse' });
 
-/** One yoga per API process (the schema is built once). */
-const servers = new WeakMap<object, ReturnType<typeof createGraphqlServer>>();
+/**
+ * One yoga per API process (the schema is built once), on the first GraphQL request: graphql, yoga
+ * and the schema are several hundred modules that the workers, the CLI and a REST-only API do not use.
+ */
+const servers = new WeakMap<object, Promise<ReturnType<typeof createGraphqlServer>>>();
 
 /**
  * Runs a GraphQL request that the REST pipeline has admitted (key, limits, permission graphql:read,
@@ -48,8 +50,12 @@ const servers = new WeakMap<object, ReturnType<typeof createGraphqlServer>>();
  */
 async function execute(ctx: HandlerContext<unknown, unknown, unknown>, payload: Record<string, unknown>): Promise<HandlerResult> {
   const { deps, auth } = ctx;
-  let yoga = servers.get(deps);
-  if (!yoga) servers.set(deps, (yoga = createGraphqlServer(deps.logger)));
+  let server = servers.get(deps);
+  if (!server) {
+    servers.set(deps, (server = import('./yoga.ts').then((yoga) => yoga.createGraphqlServer(deps.logger))));
+    server.catch(() => servers.delete(deps));
+  }
+  const yoga = await server;
   const stream = prefersMediaType(ctx.req.headers.accept, ['application/json', EVENT_STREAM]) === EVENT_STREAM;
   const context: GraphQLContext & ServerContext = {
     caller: { accountId: auth.accountId, livemode: auth.livemode, keyId: auth.keyId, keyType: auth.keyType, permissions: auth.permissions },
@@ -181,7 +187,7 @@ export const graphqlRoutes = [
     summary: 'The GraphQL schema as SDL (the file checked in as api/v3/graphql/schema.graphql)',
     permission: 'graphql:read', status: 200, response: z.string(),
     binary: { mediaType: ['text/plain', 'application/graphql'], description: 'The schema in GraphQL SDL' },
-    handler: async () => ({ body: null, raw: Buffer.from(schemaSdl), headers: { 'Content-Type': 'text/plain; charset=utf-8' } }),
+    handler: async () => ({ body: null, raw: Buffer.from((await import('../../../domain/graphql/schema.ts')).schemaSdl), headers: { 'Content-Type': 'text/plain; charset=utf-8' } }),
   }),
 ];
 
