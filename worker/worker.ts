@@ -94,7 +94,7 @@ let runtimeInstalled = false;
 function installRuntime(level: string, metricsBindAddress: string | undefined): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  const sdkLevel = level === 'debug' ? 'DEBUG' : level === 'info' ? 'INFO' : 'WARN';
+  const sdkLevel = level === 'debug' ? 'DEBUG' : level === 'info' ? 'INFO' : level === 'warn' ? 'WARN' : 'ERROR';
   Runtime.install({
     logger: new DefaultLogger(sdkLevel as 'WARN'),
     // The SDK's own metrics (pollers, task slots, schedule-to-start latencies) for Prometheus.
