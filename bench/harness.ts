@@ -19,6 +19,8 @@ import { buildWorkflowBundle } from '../worker/worker.ts';
 export interface BenchPlatform extends Omit<BenchDatabase, 'drop'> {
   url: string;
   temporalAddress: string;
+  /** The API + worker process. */
+  pid: number;
   /** Peak resident memory of the API + worker process so far (Linux VmHWM), in MB; null elsewhere. */
   peakRssMb(): number | null;
   close(): Promise<void>;
@@ -192,7 +194,7 @@ export async function startBenchPlatform(infra: Infra, opts: { env?: Record<stri
     WORKFLOW_BUNDLE_PATH: infra.workflowBundlePath, ...opts.env,
   });
   return {
-    ...db, url: info.url!, temporalAddress: infra.temporalAddress,
+    ...db, url: info.url!, temporalAddress: infra.temporalAddress, pid: child.pid!,
     peakRssMb: () => peakRssMbOf(child.pid),
     async close() {
       await stopServer(child);
