@@ -213,7 +213,9 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
  * context each. `activityNames` is every area's activity names: the threads check a workflow's local
  * activities against it (each worker runs only its own; another area's fails on the worker instead).
  * Uses the SDK's protected static hooks `getOrCreateBundle` and `createWorkflowCreator`
- * (@temporalio/worker is pinned; test/workflows covers the layout).
+ * (@temporalio/worker is pinned): every worker the tests start runs through it, several areas in one
+ * process in the worker-process tests (e.g. test/billing/worker-crash.test.ts). Measurements:
+ * docs/benchmarks.md, target 5.
  */
 function sharedWorkflowThreadsWorker(threads: number, activityNames: ReadonlySet<string>): typeof Worker {
   let bundle: Promise<WorkflowBundleWithSourceMapAndFilename | undefined> | undefined;
