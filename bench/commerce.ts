@@ -1,12 +1,12 @@
-import { autocannonRun, type BenchPlatform, type Scenario } from './harness.ts';
+import { autocannonRun, type BenchDatabase, type Scenario } from './harness.ts';
 
 const CLIENTS = 50;
 const DURATION_S = 10;
 const SPREAD_SKUS = 200;
 const SCARCE_UNITS = 100;
 
-async function post(platform: BenchPlatform, key: string, path: string, body: unknown, method = 'POST'): Promise<any> {
-  const res = await fetch(`${platform.url}${path}`, {
+export async function post(url: string, key: string, path: string, body: unknown, method = 'POST'): Promise<any> {
+  const res = await fetch(`${url}${path}`, {
     method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
   });
   const json = await res.json();
@@ -18,14 +18,28 @@ async function post(platform: BenchPlatform, key: string, path: string, body: un
  * Stock is right when, for every SKU, the units reserved equal the units of the orders that hold
  * a reservation, nothing is negative and no order was accepted beyond the stock.
  */
-async function stockCheck(platform: BenchPlatform, skus: string[]) {
-  const rows = await platform.sql<{ sku: string; quantity: number; reserved: number; ordered: number }>(
+export async function stockCheck(db: Pick<BenchDatabase, 'sql'>, skus: string[]) {
+  const rows = await db.sql<{ sku: string; quantity: number; reserved: number; ordered: number }>(
     `select l.sku, l.quantity, l.reserved,
             coalesce((select sum((li->>'quantity')::int) from orders o, jsonb_array_elements(o.line_items) li
                        where o.status = 'processing' and li->>'sku' = l.sku), 0)::int as ordered
        from inventory_levels l where l.sku = any($1)`, [skus]);
   const bad = rows.filter((r) => r.reserved !== r.ordered || r.reserved > r.quantity || r.quantity < 0 || r.reserved < 0);
   return { rows: rows.length, bad: bad.length, reserved: rows.reduce((s, r) => s + r.reserved, 0) };
+}
+
+/** A store, a warehouse and a customer, and one product per SKU with its stock; returns an order body for a SKU. */
+export async function openBenchShop(url: string, key: string, stock: Record<string, number>): Promise<(sku: string) => string> {
+  const store = await post(url, key, '/v3/stores', { name: 'Bench shop', default_currency: 'USD' });
+  const warehouse = await post(url, key, '/v3/warehouses', { name: 'Bench warehouse' });
+  const customer = await post(url, key, '/v3/customers', { email: 'bench@example.com', name: 'Bench' });
+  for (const sku of Object.keys(stock)) await post(url, key, `/v3/stores/${store.id}/products`, { name: sku, sku, price: 1999 });
+  const items = Object.entries(stock).map(([sku, quantity]) => ({ sku, warehouse_id: warehouse.id, quantity, operation: 'set' }));
+  await post(url, key, '/v3/inventory/bulk-update', { items });
+  return (sku) => JSON.stringify({
+    store_id: store.id, customer_id: customer.id, currency: 'USD', line_items: [{ sku, quantity: 1 }],
+    shipping_address: { name: 'Bench', line1: '1 Main St', city: 'Springfield', postal_code: '12345', country: 'US' },
+  });
 }
 
 /**
@@ -39,18 +53,8 @@ export const scenario: Scenario = {
   name: 'commerce: POST /v3/orders, hot SKU vs spread SKUs',
   async run(platform) {
     const key = await platform.newKey();
-    const store = await post(platform, key, '/v3/stores', { name: 'Bench shop', default_currency: 'USD' });
-    const warehouse = await post(platform, key, '/v3/warehouses', { name: 'Bench warehouse' });
-    const customer = await post(platform, key, '/v3/customers', { email: 'bench@example.com', name: 'Bench' });
     const skus = ['HOT', 'SCARCE', ...Array.from({ length: SPREAD_SKUS }, (_, i) => `SPREAD-${i}`)];
-    for (const sku of skus) await post(platform, key, `/v3/stores/${store.id}/products`, { name: sku, sku, price: 1999 });
-    const items = skus.map((sku) => ({ sku, warehouse_id: warehouse.id, quantity: sku === 'SCARCE' ? SCARCE_UNITS : 1_000_000, operation: 'set' }));
-    await post(platform, key, '/v3/inventory/bulk-update', { items });
-
-    const body = (sku: string) => JSON.stringify({
-      store_id: store.id, customer_id: customer.id, currency: 'USD', line_items: [{ sku, quantity: 1 }],
-      shipping_address: { name: 'Bench', line1: '1 Main St', city: 'Springfield', postal_code: '12345', country: 'US' },
-    });
+    const body = await openBenchShop(platform.url, key, Object.fromEntries(skus.map((sku) => [sku, sku === 'SCARCE' ? SCARCE_UNITS : 1_000_000])));
     const base = {
       url: `${platform.url}/v3/orders`, method: 'POST' as const, connections: CLIENTS,
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },

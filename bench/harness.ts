@@ -16,16 +16,11 @@ import { buildWorkflowBundle } from '../worker/worker.ts';
  * Benchmarks run the platform as it runs in production: the API and worker in their own process
  * (`bench/serve.ts`), load from this process with autocannon over loopback, on a fresh database.
  */
-export interface BenchPlatform {
+export interface BenchPlatform extends Omit<BenchDatabase, 'drop'> {
   url: string;
-  dbUrl: string;
   temporalAddress: string;
-  taskQueuePrefix: string;
-  orm: MikroORM;
-  newAccount(tier?: 'standard' | 'premium'): Promise<string>;
-  /** A key on a premium account by default (the bench env lifts the limits; the pipeline still counts them). */
-  newKey(input?: Partial<CreateKeyInput>): Promise<string>;
-  sql<T extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
+  /** The API + worker process. */
+  pid: number;
   /** Peak resident memory of the API + worker process so far (Linux VmHWM), in MB; null elsewhere. */
   peakRssMb(): number | null;
   close(): Promise<void>;
@@ -36,6 +31,13 @@ export interface Scenario {
   /** Extra environment for the platform process of this scenario. */
   env?: Record<string, string>;
   run(platform: BenchPlatform): Promise<Record<string, unknown>>;
+}
+
+/** A scenario that starts its own processes (bench/scale.ts) instead of the one platform process. */
+export interface StandaloneScenario {
+  name: string;
+  /** Its result, and the peak resident memory (MB) of the largest process it ran, for the summary's RSS column. */
+  standalone(infra: Infra): Promise<{ result: Record<string, unknown>; rssMb: number | null }>;
 }
 
 export interface LoadResult {
@@ -83,13 +85,37 @@ export async function startInfra(): Promise<Infra> {
 }
 
 
-/** Spawns `node <script>` and resolves with the `{"url": …}` line it prints on stdout when ready. */
-export async function spawnServer(script: string, env: Record<string, string>): Promise<{ child: ChildProcess; info: Record<string, string> }> {
+/** `node <script>` (relative to bench/) with `env` over this process's environment. */
+function spawnNode(script: string, env: Record<string, string>): ChildProcess {
   // BENCH_PROFILE=DIR writes a V8 CPU profile of every server process into DIR (open it in Chrome DevTools).
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, fileURLToPath(new URL(script, import.meta.url))], {
+  return spawn(process.execPath, [...profile, fileURLToPath(new URL(script, import.meta.url))], {
     env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'],
   });
+}
+
+/** BENCH_SERVER_LOG=1 passes a server's log lines on (to stderr); otherwise they are dropped. */
+function passOutput(child: ChildProcess): void {
+  if (process.env.BENCH_SERVER_LOG) child.stdout!.pipe(process.stderr);
+  else child.stdout!.resume();
+}
+
+/** Spawns `node <script>` and resolves once `readyUrl` answers 200 (an entry point that prints no ready line). */
+export async function spawnProcess(script: string, env: Record<string, string>, readyUrl: string): Promise<ChildProcess> {
+  const child = spawnNode(script, env);
+  passOutput(child);
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${script} exited with ${code} before it was ready`))));
+  exited.catch(() => undefined);
+  for (;;) {
+    const ok = await Promise.race([fetch(readyUrl).then((r) => r.ok, () => false), exited]);
+    if (ok) return child;
+    await Promise.race([new Promise((r) => setTimeout(r, 200)), exited]);
+  }
+}
+
+/** Spawns `node <script>` and resolves with the `{"url": …}` line it prints on stdout when ready. */
+export async function spawnServer(script: string, env: Record<string, string>): Promise<{ child: ChildProcess; info: Record<string, string> }> {
+  const child = spawnNode(script, env);
   const info = await new Promise<Record<string, string>>((resolve, reject) => {
     let buffer = '';
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -100,9 +126,7 @@ export async function spawnServer(script: string, env: Record<string, string>): 
     });
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code} before it was ready`)));
   });
-  // BENCH_SERVER_LOG=1 passes the server's log lines on (to stderr); otherwise they are dropped.
-  if (process.env.BENCH_SERVER_LOG) child.stdout!.pipe(process.stderr);
-  else child.stdout!.resume();
+  passOutput(child);
   return { child, info };
 }
 
@@ -113,7 +137,19 @@ export async function stopServer(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-export async function startBenchPlatform(infra: Infra, opts: { env?: Record<string, string> } = {}): Promise<BenchPlatform> {
+/** A fresh, migrated database of its own, with a premium account for keys; `taskQueuePrefix` is derived from its name. */
+export interface BenchDatabase {
+  dbUrl: string;
+  taskQueuePrefix: string;
+  orm: MikroORM;
+  newAccount(tier?: 'standard' | 'premium'): Promise<string>;
+  /** A key on a premium account by default (the bench env lifts the limits; the pipeline still counts them). */
+  newKey(input?: Partial<CreateKeyInput>): Promise<string>;
+  sql<T extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
+  drop(): Promise<void>;
+}
+
+export async function createBenchDatabase(infra: Infra): Promise<BenchDatabase> {
   const database = `bp_bench_${randomBytes(5).toString('hex')}`;
   const admin = new pg.Client({ connectionString: infra.adminDbUrl });
   await admin.connect();
@@ -121,14 +157,9 @@ export async function startBenchPlatform(infra: Infra, opts: { env?: Record<stri
   const dbUrl = withDatabase(infra.adminDbUrl, database);
   const orm = await createOrm({ url: dbUrl, poolMax: 10 });
   await migrate(orm);
-  const taskQueuePrefix = `${database}-`;
-  const { child, info } = await spawnServer('./serve.ts', {
-    ...BENCH_ENV, DATABASE_URL: dbUrl, TEMPORAL_ADDRESS: infra.temporalAddress, TASK_QUEUE_PREFIX: taskQueuePrefix,
-    BENCH_WORKFLOW_BUNDLE: infra.workflowBundlePath, ...opts.env,
-  });
   const premium = (await createAccount(orm, { name: 'Bench', tier: 'premium' })).id;
   return {
-    url: info.url!, dbUrl, temporalAddress: infra.temporalAddress, taskQueuePrefix, orm,
+    dbUrl, taskQueuePrefix: `${database}-`, orm,
     async newAccount(tier = 'premium') {
       return (await createAccount(orm, { name: `Bench ${randomBytes(3).toString('hex')}`, tier })).id;
     },
@@ -138,19 +169,36 @@ export async function startBenchPlatform(infra: Infra, opts: { env?: Record<stri
     async sql(text, values) {
       return (await (await orm.em.getConnection().getNativeClient()).query(text, values)).rows;
     },
-    peakRssMb() {
-      try {
-        const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1];
-        return kb ? Math.round(Number(kb) / 1024) : null;
-      } catch {
-        return null;
-      }
-    },
-    async close() {
-      await stopServer(child);
+    async drop() {
       await orm.close(true);
       await admin.query(`drop database if exists ${database} with (force)`);
       await admin.end();
+    },
+  };
+}
+
+/** Peak resident memory of a process so far (Linux VmHWM), in MB; null once it is gone or elsewhere. */
+export function peakRssMbOf(pid: number | undefined): number | null {
+  try {
+    const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? Math.round(Number(kb) / 1024) : null;
+  } catch {
+    return null;
+  }
+}
+
+export async function startBenchPlatform(infra: Infra, opts: { env?: Record<string, string> } = {}): Promise<BenchPlatform> {
+  const db = await createBenchDatabase(infra);
+  const { child, info } = await spawnServer('./serve.ts', {
+    ...BENCH_ENV, DATABASE_URL: db.dbUrl, TEMPORAL_ADDRESS: infra.temporalAddress, TASK_QUEUE_PREFIX: db.taskQueuePrefix,
+    WORKFLOW_BUNDLE_PATH: infra.workflowBundlePath, ...opts.env,
+  });
+  return {
+    ...db, url: info.url!, temporalAddress: infra.temporalAddress, pid: child.pid!,
+    peakRssMb: () => peakRssMbOf(child.pid),
+    async close() {
+      await stopServer(child);
+      await db.drop();
     },
   };
 }

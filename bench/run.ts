@@ -19,6 +19,13 @@ const loadBefore = loadavg().map((l) => Math.round(l * 10) / 10);
 try {
   for (const scenario of selected) {
     console.log(`\n▶ ${scenario.name}`);
+    if ('standalone' in scenario) {
+      const { result, rssMb } = await scenario.standalone(infra);
+      results[scenario.name] = result;
+      console.table(result);
+      summary.push(summaryRow(scenario.name, result, rssMb));
+      continue;
+    }
     const platform = await startBenchPlatform(infra, { env: scenario.env });
     try {
       results[scenario.name] = await scenario.run(platform);

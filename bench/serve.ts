@@ -12,10 +12,10 @@ const logger = createLogger(config.LOG_LEVEL);
 const orm = await createOrm({ url: config.DATABASE_URL!, poolMax: config.DATABASE_POOL_MAX });
 const temporal = createTemporalHandle({ address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX, taskQueueLayout: config.TEMPORAL_TASK_QUEUES });
 // The workflow bundle, with the benchmark's empty workflow (the bare-Temporal baseline, never in
-// production): prebuilt by the bench process (BENCH_WORKFLOW_BUNDLE, see harness.ts), as production
+// production): prebuilt by the bench process (WORKFLOW_BUNDLE_PATH, see harness.ts), as production
 // loads a prebuilt bundle, so the server's peak memory is not webpack's; else built here.
-const bundle = process.env.BENCH_WORKFLOW_BUNDLE
-  ? { codePath: process.env.BENCH_WORKFLOW_BUNDLE }
+const bundle = config.WORKFLOW_BUNDLE_PATH
+  ? { codePath: config.WORKFLOW_BUNDLE_PATH }
   : { code: (await buildWorkflowBundle([new URL('./baseline-workflow.ts', import.meta.url)])).code };
 const workers = await startWorkers({
   address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX, orm, logger,
@@ -23,6 +23,15 @@ const workers = await startWorkers({
 });
 const api = await startApiServer({ config, orm, temporal, logger, port: 0, host: '127.0.0.1' });
 console.log(JSON.stringify({ url: api.url }));
+// BENCH_MEMORY_LOG=<ms>: where the memory is, every <ms> on stderr (RSS, the main thread's V8 heap,
+// off-heap buffers); what RSS holds beyond them is native: workflow threads, the Temporal core, code.
+if (process.env.BENCH_MEMORY_LOG) {
+  const mb = (n: number) => Math.round(n / 1048576);
+  setInterval(() => {
+    const m = process.memoryUsage();
+    console.error(JSON.stringify({ memory_mb: { rss: mb(m.rss), heap_total: mb(m.heapTotal), heap_used: mb(m.heapUsed), external: mb(m.external), array_buffers: mb(m.arrayBuffers) } }));
+  }, Number(process.env.BENCH_MEMORY_LOG)).unref();
+}
 onShutdown(logger, async () => {
   await api.close();
   await workers.shutdown();

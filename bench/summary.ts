@@ -12,10 +12,10 @@ export interface SummaryRow {
   rss_mb: number | null;
 }
 
-const OURS = ['pipeline_rps', 'payments_per_sec', 'subscriptions_created_per_sec', 'hot_orders_per_sec', 'deliveries_per_sec'];
-const BASELINE = ['baseline_rps', 'empty_workflows_per_sec'];
-const P50 = ['pipeline_p50_ms', 'payments_p50_ms', 'create_p50_ms', 'hot_p50_ms', 'latency_p50_ms'];
-const P99 = ['pipeline_p99_ms', 'payments_p99_ms', 'create_p99_ms', 'hot_p99_ms', 'latency_p99_ms'];
+const OURS = ['orders_2x_per_sec', 'pipeline_rps', 'payments_per_sec', 'subscriptions_created_per_sec', 'hot_orders_per_sec', 'deliveries_per_sec'];
+const BASELINE = ['orders_1x_per_sec', 'baseline_rps', 'empty_workflows_per_sec'];
+const P50 = ['orders_2x_p50_ms', 'pipeline_p50_ms', 'payments_p50_ms', 'create_p50_ms', 'hot_p50_ms', 'latency_p50_ms'];
+const P99 = ['orders_2x_p99_ms', 'pipeline_p99_ms', 'payments_p99_ms', 'create_p99_ms', 'hot_p99_ms', 'latency_p99_ms'];
 
 function pick(result: Record<string, unknown>, keys: string[], fallback: RegExp): number | null {
   for (const key of keys) if (typeof result[key] === 'number') return result[key];

@@ -66,7 +66,7 @@ try {
     orm, logger, logLevel: config.LOG_LEVEL,
   });
   stops.push(() => workers.shutdown());
-  await ensureSchedules(temporal.client, temporal.taskQueue('platform'));
+  await ensureSchedules(temporal.client, config.TASK_QUEUE_PREFIX, (area) => temporal.taskQueue(area));
 
   if (!dashboardBuilt()) {
     step('building the dashboard (dist/dashboard)');

@@ -46,6 +46,15 @@ const schema = z.object({
    * for small installations and the test suite. API and workers must agree.
    */
   TEMPORAL_TASK_QUEUES: z.enum(['per-area', 'single']).default('per-area'),
+  /**
+   * Workers: the workflow threads of a worker process, shared by its area workers (each area keeps
+   * its own task queue, slots and cache; the threads run whichever area's workflow code is due).
+   */
+  TEMPORAL_WORKFLOW_THREADS: positiveInt.max(16).default(1),
+  /** Workers: workflows each area worker keeps in memory between their tasks (the SDK's default grows with the heap limit: ~2,400 here). */
+  TEMPORAL_MAX_CACHED_WORKFLOWS: positiveInt.min(2).default(100),
+  /** Workers: a prebuilt workflow bundle to load; default: `workflow-bundle.js` of `npm run build` when there is one, else bundled from source at start. */
+  WORKFLOW_BUNDLE_PATH: z.string().min(1).optional(),
   ADMIN_TOKEN: z.string().min(16, 'use at least 16 characters').optional(),
   /** Bearer token Prometheus presents on GET /metrics; unset: /metrics answers loopback clients only. */
   METRICS_TOKEN: z.string().min(16, 'use at least 16 characters').optional(),

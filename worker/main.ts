@@ -18,7 +18,7 @@ const temporal = createTemporalHandle({ address, namespace: config.TEMPORAL_NAME
 const workers = await startWorkers({
   address, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix: config.TASK_QUEUE_PREFIX, orm, logger, logLevel: config.LOG_LEVEL,
 });
-await ensureSchedules(temporal.client, temporal.taskQueue('platform'));
+await ensureSchedules(temporal.client, config.TASK_QUEUE_PREFIX, (area) => temporal.taskQueue(area));
 // A worker-only process has no API to serve /metrics: its own listener, when asked for.
 const metricsServer = config.METRICS_PORT === undefined ? undefined : createServer((req, res) => {
   if (req.method !== 'GET' || req.url !== '/metrics') return void res.writeHead(404).end();

@@ -1,7 +1,10 @@
 import {
   OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor, makeWorkflowExporter,
 } from '@temporalio/interceptors-opentelemetry';
-import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type ActivityInterceptorsFactory, type WorkflowBundleOption } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type ActivityInterceptorsFactory, type CompiledWorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
+import type { WorkflowCreator } from '@temporalio/worker/lib/workflow/interface.js';
+import type { WorkflowBundleWithSourceMapAndFilename } from '@temporalio/worker/lib/workflow/workflow-worker-thread/input.js';
+import type { Logger as SdkLogger } from '@temporalio/common';
 import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -91,7 +94,7 @@ let runtimeInstalled = false;
 function installRuntime(level: string, metricsBindAddress: string | undefined): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  const sdkLevel = level === 'debug' ? 'DEBUG' : level === 'info' ? 'INFO' : 'WARN';
+  const sdkLevel = level === 'debug' ? 'DEBUG' : level === 'info' ? 'INFO' : level === 'warn' ? 'WARN' : 'ERROR';
   Runtime.install({
     logger: new DefaultLogger(sdkLevel as 'WARN'),
     // The SDK's own metrics (pollers, task slots, schedule-to-start latencies) for Prometheus.
@@ -129,14 +132,14 @@ export interface RunningWorkers {
 
 /**
  * One worker per area that has workflows or activities, each on its area's task queue, sharing one
- * connection and one workflow bundle. Each worker polls only its area's queue, so an area can be
- * scaled (more replicas) on its own.
+ * connection, one workflow bundle and one pool of workflow threads (TEMPORAL_WORKFLOW_THREADS). Each
+ * worker polls only its area's queue, so an area can be scaled (more replicas) on its own.
  */
 export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers> {
   const config = opts.config ?? loadConfig();
   installRuntime(opts.logLevel ?? 'warn', config.TEMPORAL_METRICS_BIND_ADDRESS);
   const connection = await NativeConnection.connect({ address: opts.address });
-  const bundle = opts.bundle ?? defaultBundle() ?? (await buildWorkflowBundle());
+  const bundle = opts.bundle ?? (config.WORKFLOW_BUNDLE_PATH ? { codePath: config.WORKFLOW_BUNDLE_PATH } : defaultBundle()) ?? (await buildWorkflowBundle());
   observePool('orm', await nativePool(opts.orm));
   // A client on the worker's own connection, for activities that start workflows (the event dispatcher).
   const client = new Client({ connection, namespace: opts.namespace, interceptors: clientInterceptors() });
@@ -156,9 +159,11 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
     ? [{ queue: deps.taskQueue('all'), activities: mergeActivities(areas.map((area) => [area.name, activitiesOf(area, deps)] as const)) }]
     : areas.map((area) => ({ queue: deps.taskQueue(area.name), activities: activitiesOf(area, deps) }));
   const queues = pollers.map((p) => p.queue);
+  // One bundle parse and one pool of workflow threads for all of them (not a thread each: ~60 MB per area).
+  const WorkerClass = sharedWorkflowThreadsWorker(config.TEMPORAL_WORKFLOW_THREADS, new Set(pollers.flatMap((p) => Object.keys(p.activities))));
   const workers = await Promise.all(
     pollers.map(({ queue, activities }) =>
-      Worker.create({
+      WorkerClass.create({
         connection,
         namespace: opts.namespace,
         taskQueue: queue,
@@ -172,6 +177,8 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
         // elsewhere after its timeout.
         shutdownForceTime: '30s',
         stickyQueueScheduleToStartTimeout: config.TEMPORAL_STICKY_QUEUE_TIMEOUT_MS,
+        maxCachedWorkflows: config.TEMPORAL_MAX_CACHED_WORKFLOWS,
+        maxConcurrentWorkflowTaskExecutions: Math.min(40, config.TEMPORAL_MAX_CACHED_WORKFLOWS),
       })),
   );
   if (opts.startPolling) await opts.startPolling;
@@ -197,6 +204,39 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
       })();
       return stopping;
     },
+  };
+}
+
+/**
+ * A Worker class whose instances (the area workers of one process) share one parsed workflow bundle
+ * and one pool of `threads` workflow threads, instead of a bundle parse, a worker thread and a V8
+ * context each. `activityNames` is every area's activity names: the threads check a workflow's local
+ * activities against it (each worker runs only its own; another area's fails on the worker instead).
+ * Uses the SDK's protected static hooks `getOrCreateBundle` and `createWorkflowCreator`
+ * (@temporalio/worker is pinned): every worker the tests start runs through it, several areas in one
+ * process in the worker-process tests (e.g. test/billing/worker-crash.test.ts). Measurements:
+ * docs/benchmarks.md, target 5.
+ */
+function sharedWorkflowThreadsWorker(threads: number, activityNames: ReadonlySet<string>): typeof Worker {
+  let bundle: Promise<WorkflowBundleWithSourceMapAndFilename | undefined> | undefined;
+  let creator: Promise<WorkflowCreator> | undefined;
+  let users = 0;
+  return class SharedThreadsWorker extends Worker {
+    protected static override getOrCreateBundle(options: CompiledWorkerOptions, logger: SdkLogger): Promise<WorkflowBundleWithSourceMapAndFilename | undefined> {
+      return (bundle ??= super.getOrCreateBundle(options, logger));
+    }
+    protected static override async createWorkflowCreator(workflowBundle: WorkflowBundleWithSourceMapAndFilename, options: CompiledWorkerOptions, logger: SdkLogger): Promise<WorkflowCreator> {
+      users++;
+      const activities = new Map([...activityNames].map((name) => [name, options.activities.get(name) ?? (async () => undefined)]));
+      creator ??= super.createWorkflowCreator(workflowBundle, { ...options, workflowThreadPoolSize: threads, activities }, logger);
+      const shared = await creator;
+      return {
+        createWorkflow: (opts) => shared.createWorkflow(opts),
+        async destroy() {
+          if (--users === 0) await shared.destroy();
+        },
+      };
+    }
   };
 }
 
