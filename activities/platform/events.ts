@@ -15,7 +15,7 @@ export function createEventActivities(deps: EventActivityDeps) {
         orm: deps.orm, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger,
         consumers: deps.eventConsumers, customerMetrics: deps.customerMetrics,
         workflowTaskTimeoutMs: deps.config.EVENT_WORKFLOW_TASK_TIMEOUT_MS, heartbeat: () => ctx.heartbeat(),
-        services: deps,
+        services: deps, claimMs: ctx.info.heartbeatTimeoutMs || 20_000,
       }, input.batchSize);
     },
   };

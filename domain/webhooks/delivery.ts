@@ -70,59 +70,105 @@ interface DeliveryRow {
  * which record events, go through the ORM in a transaction.
  */
 export async function runDeliveryAttempt(deps: AttemptDeps, input: AttemptInput): Promise<AttemptResult> {
+  const [prepared] = await prepareAttempts(deps, [input]);
+  return 'outcome' in prepared! ? prepared : completeAttempt(deps, input, prepared!);
+}
+
+/** A delivery about to be sent: what `prepareAttempts` read and counted. */
+export interface PreparedAttempt {
+  target: TargetRow;
+  delivery: DeliveryRow;
+}
+
+/**
+ * Steps 1 and 2 for many attempts at once (the dispatcher's first attempts of a whole pass): one
+ * statement reads every event and endpoint, one finds or creates every delivery record and counts
+ * its attempt; only the rare disabled endpoint costs one more statement. Each answer is either the
+ * attempt's result (nothing to send) or what `completeAttempt` sends. Inputs name distinct
+ * (event, endpoint) pairs.
+ */
+export async function prepareAttempts(deps: AttemptDeps, inputs: readonly AttemptInput[]): Promise<(AttemptResult | PreparedAttempt)[]> {
+  const pool = await nativePool(deps.orm);
+  const { rows: targets } = await pool.query<TargetRow & { ord: string }>(
+    `select i.ord, e.id as event_id, e.type, e.data, e.customer_metrics, e.created_at as event_created_at,
+            w.id as endpoint_id, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, w.enabled, w.disabled_reason
+       from unnest($1::text[], $2::text[], $3::text[], $4::boolean[]) with ordinality as i(event_id, endpoint_id, account_id, livemode, ord)
+       left join events e on e.id = i.event_id and e.account_id = i.account_id and e.livemode = i.livemode
+       left join webhook_endpoints w on w.id = i.endpoint_id and w.account_id = i.account_id and w.livemode = i.livemode`,
+    [inputs.map((i) => i.eventId), inputs.map((i) => i.endpointId), inputs.map((i) => i.accountId), inputs.map((i) => i.livemode)],
+  );
+  const answers: (AttemptResult | PreparedAttempt | TargetRow)[] = inputs.map(() => ({ deliveryId: null, outcome: 'abandoned', delayMs: null }));
+  for (const { ord, ...target } of targets) answers[Number(ord) - 1] = target;
+
+  const toCount: number[] = [];
+  await Promise.all(inputs.map(async (input, i) => {
+    const target = answers[i] as TargetRow;
+    if (!('endpoint_id' in target) || !target.endpoint_id) {
+      answers[i] = { deliveryId: null, outcome: 'abandoned', delayMs: null };
+    } else if (!target.event_id) {
+      deps.logger?.error('webhook delivery for a missing event', { event_id: input.eventId, endpoint_id: input.endpointId });
+      answers[i] = { deliveryId: null, outcome: 'abandoned', delayMs: null };
+    } else if (!target.enabled && input.kind !== 'test') {
+      const { rows: [abandoned] } = await pool.query<{ id: string }>(
+        `update webhook_deliveries set status = case when status = 'delivered' then status else 'failed' end, next_retry_at = null,
+                last_error = $3, updated_at = now()
+          where event_id = $1 and endpoint_id = $2 returning id`,
+        [input.eventId, input.endpointId, target.disabled_reason === 'gone' ? 'endpoint disabled (its receiver answered 410 Gone)' : 'endpoint disabled'],
+      );
+      answers[i] = { deliveryId: abandoned?.id ?? null, outcome: 'abandoned', delayMs: null };
+    } else {
+      toCount.push(i);
+    }
+  }));
+  if (!toCount.length) return answers as (AttemptResult | PreparedAttempt)[];
+
+  // Counts each attempt, except when the delivery was already made (see 2. above).
+  const col = <T>(f: (input: AttemptInput, target: TargetRow) => T) => toCount.map((i) => f(inputs[i]!, answers[i] as TargetRow));
+  const kind = inputs[0]!.kind;
+  if (inputs.some((i) => i.kind !== kind)) throw new Error('prepareAttempts: one kind of delivery per call');
+  const { rows: counted } = await pool.query<DeliveryRow & { event_id: string; endpoint_id: string; already: boolean }>(
+    `insert into webhook_deliveries as d (id, account_id, livemode, endpoint_id, event_id, event_type, workflow_id, test, status, attempts, created_at, updated_at)
+     select v.id, v.account_id, v.livemode, v.endpoint_id, v.event_id, v.event_type, v.workflow_id, v.test, 'pending', 1, now(), now()
+       from unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::text[], $6::text[], $7::text[], $8::boolean[])
+            as v(id, account_id, livemode, endpoint_id, event_id, event_type, workflow_id, test)
+      order by v.event_id, v.endpoint_id
+     on conflict (event_id, endpoint_id) do update set
+       attempts = d.attempts + case when d.status = 'delivered' and ($10 = 'event' or d.delivered_by = any($9::text[])) then 0 else 1 end,
+       updated_at = now()
+     returning id, event_id, endpoint_id, status, delivered_by, attempts, created_at,
+               (status = 'delivered' and ($10 = 'event' or delivered_by = any($9::text[]))) as already`,
+    [col(() => newId('webhookDelivery')), col((i) => i.accountId), col((i) => i.livemode), col((i) => i.endpointId), col((i) => i.eventId),
+      col((_, t) => t.type), col((i) => i.workflowId), col((i) => i.kind === 'test'), col((i) => i.attemptKey), kind],
+  );
+  const byPair = new Map(counted.map((row) => [`${row.event_id} ${row.endpoint_id}`, row]));
+  for (const i of toCount) {
+    const input = inputs[i]!;
+    const delivery = byPair.get(`${input.eventId} ${input.endpointId}`)!;
+    if (delivery.already) {
+      answers[i] = { deliveryId: delivery.id, outcome: delivery.delivered_by === input.attemptKey ? 'delivered' : 'skipped', delayMs: null };
+    } else {
+      answers[i] = { target: answers[i] as TargetRow, delivery };
+    }
+  }
+  return answers as (AttemptResult | PreparedAttempt)[];
+}
+
+/** Steps 3 to 5 of one attempt that `prepareAttempts` counted: sign, send, record, say what next. */
+export async function completeAttempt(deps: AttemptDeps, input: AttemptInput, { target, delivery }: PreparedAttempt): Promise<AttemptResult> {
   const scope: Scope = { accountId: input.accountId, livemode: input.livemode };
   const pool = await nativePool(deps.orm);
-  const { rows: [target] } = await pool.query<TargetRow>(
-    `select e.id as event_id, e.type, e.data, e.customer_metrics, e.created_at as event_created_at,
-            w.id as endpoint_id, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, w.enabled, w.disabled_reason
-       from (select 1) one
-       left join events e on e.id = $1 and e.account_id = $3 and e.livemode = $4
-       left join webhook_endpoints w on w.id = $2 and w.account_id = $3 and w.livemode = $4`,
-    [input.eventId, input.endpointId, scope.accountId, scope.livemode],
-  );
-  if (!target?.endpoint_id) return { deliveryId: null, outcome: 'abandoned', delayMs: null };
-  if (!target.event_id) {
-    deps.logger?.error('webhook delivery for a missing event', { event_id: input.eventId, endpoint_id: input.endpointId });
-    return { deliveryId: null, outcome: 'abandoned', delayMs: null };
-  }
-
-  if (!target.enabled && input.kind !== 'test') {
-    const { rows: [abandoned] } = await pool.query<{ id: string }>(
-      `update webhook_deliveries set status = case when status = 'delivered' then status else 'failed' end, next_retry_at = null,
-              last_error = $3, updated_at = now()
-        where event_id = $1 and endpoint_id = $2 returning id`,
-      [input.eventId, input.endpointId, target.disabled_reason === 'gone' ? 'endpoint disabled (its receiver answered 410 Gone)' : 'endpoint disabled'],
-    );
-    return { deliveryId: abandoned?.id ?? null, outcome: 'abandoned', delayMs: null };
-  }
-
-  // Counts the attempt, except when the delivery was already made (see 2. above).
-  const { rows: [row] } = await pool.query<DeliveryRow & { already: boolean }>(
-    `insert into webhook_deliveries as d (id, account_id, livemode, endpoint_id, event_id, event_type, workflow_id, test, status, attempts, created_at, updated_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', 1, now(), now())
-     on conflict (event_id, endpoint_id) do update set
-       attempts = d.attempts + case when d.status = 'delivered' and ($9 = 'event' or d.delivered_by = $10) then 0 else 1 end,
-       updated_at = now()
-     returning id, status, delivered_by, attempts, created_at,
-               (status = 'delivered' and ($9 = 'event' or delivered_by = $10)) as already`,
-    [newId('webhookDelivery'), scope.accountId, scope.livemode, input.endpointId, input.eventId, target.type, input.workflowId,
-      input.kind === 'test', input.kind, input.attemptKey],
-  );
-  const delivery = row!;
-  if (delivery.already) {
-    return { deliveryId: delivery.id, outcome: delivery.delivered_by === input.attemptKey ? 'delivered' : 'skipped', delayMs: null };
-  }
   const number = delivery.attempts;
+  const eventId = target.event_id!;
 
   const envelope = eventEnvelope({
-    id: target.event_id, type: target.type, livemode: scope.livemode, data: target.data,
+    id: eventId, type: target.type, livemode: scope.livemode, data: target.data,
     customerMetrics: target.customer_metrics, createdAt: new Date(target.event_created_at),
   });
   const body = JSON.stringify(envelope);
   const startedAt = new Date();
   const secrets = [target.secret];
   if (target.previous_secret && target.previous_secret_expires_at && new Date(target.previous_secret_expires_at) > startedAt) secrets.push(target.previous_secret);
-  const headers = signatureHeaders(secrets, target.event_id, Math.floor(startedAt.getTime() / 1000), body);
+  const headers = signatureHeaders(secrets, eventId, Math.floor(startedAt.getTime() / 1000), body);
 
   const beat = deps.heartbeat ? setInterval(deps.heartbeat, deps.heartbeatEveryMs ?? 1000) : undefined;
   let result: SendResult;
