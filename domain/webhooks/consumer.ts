@@ -2,10 +2,10 @@ import type { SearchAttributePair } from '@temporalio/common';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { searchAttributes } from '../../platform/temporal-kit.ts';
 import type { Config } from '../../platform/config.ts';
-import { deliveryWorkflowId, WEBHOOKS_AREA, type AttemptInput, type DeliveryInput, type DeliveryResume } from '../../workflows/webhooks/shared.ts';
+import { deliveryWorkflowId, WEBHOOKS_AREA, type AttemptInput, type AttemptResult, type DeliveryInput, type DeliveryResume } from '../../workflows/webhooks/shared.ts';
 import { perPass, type EventConsumer, type FirstStepContext, type FirstStepOutcome, type OutboxEvent, type WorkflowStartRequest } from '../events/consumers.ts';
-import { completeAttempt, prepareAttempts, type AttemptDeps } from './delivery.ts';
-import { mapLimit } from '../../platform/concurrency.ts';
+import { finishAttempt, prepareAttempts, recordAttempts, sendAttempt, type AttemptDeps, type SentAttempt } from './delivery.ts';
+import { batcher, mapLimit } from '../../platform/concurrency.ts';
 import { WebhookEndpoint } from './entities.ts';
 import { retryPolicy, type RetryPolicy } from './retry-schedule.ts';
 
@@ -44,14 +44,15 @@ export const webhookConsumer: EventConsumer = {
   firstSteps: firstAttempts,
 };
 
-/** First attempts in flight at once per dispatcher pass (each an HTTP request and one statement). */
+/** First attempts in flight at once per dispatcher pass (each an HTTP request; their records are written in batches). */
 const FIRST_ATTEMPT_CONCURRENCY = 32;
 
 /**
  * The deliveries' first attempts of a dispatcher pass, each bounded by
  * WEBHOOK_FIRST_ATTEMPT_TIMEOUT_MS (a slow receiver must not hold the outbox up for long). Every
  * event and endpoint is read, and every delivery record found or created, in one statement for
- * the whole pass (`prepareAttempts`); then each attempt is sent and recorded on its own. Safe to
+ * the whole pass (`prepareAttempts`); then each attempt is sent, and the answers are recorded in
+ * batches (one statement for the attempts answered while the previous batch was written). Safe to
  * make again (the dispatcher died before it marked the event): an attempt finds its delivery
  * record by (event, endpoint) and sends nothing if it was delivered. Delivered, given up or
  * abandoned: nothing to start. To retry: the delivery workflow, resumed at the first retry.
@@ -77,12 +78,19 @@ async function firstAttempts(requests: WorkflowStartRequest[], { services, heart
     return { ...input, retryIndex: 0, workflowId: request.workflowId, attemptKey: `${request.workflowId}:dispatch` };
   });
   const prepared = await prepareAttempts(deps, inputs);
+  const record = batcher((sent: SentAttempt[]) => recordAttempts(deps, sent));
   const outcomes: FirstStepOutcome[] = [];
   await mapLimit(requests.map((_, i) => i), FIRST_ATTEMPT_CONCURRENCY, async (i) => {
     const request = requests[i]!;
     try {
       const ready = prepared[i]!;
-      const result = 'outcome' in ready ? ready : await completeAttempt(deps, inputs[i]!, ready);
+      let result: AttemptResult;
+      if ('outcome' in ready) result = ready;
+      else {
+        const sent = await sendAttempt(deps, inputs[i]!, ready);
+        await record(sent);
+        result = await finishAttempt(deps, sent);
+      }
       if (result.outcome !== 'retry') outcomes[i] = { rest: null };
       else {
         const resume: DeliveryResume = { retryIndex: 1, delayMs: result.delayMs ?? 0 };

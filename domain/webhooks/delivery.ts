@@ -154,14 +154,28 @@ export async function prepareAttempts(deps: AttemptDeps, inputs: readonly Attemp
 }
 
 /** Steps 3 to 5 of one attempt that `prepareAttempts` counted: sign, send, record, say what next. */
-export async function completeAttempt(deps: AttemptDeps, input: AttemptInput, { target, delivery }: PreparedAttempt): Promise<AttemptResult> {
-  const scope: Scope = { accountId: input.accountId, livemode: input.livemode };
-  const pool = await nativePool(deps.orm);
-  const number = delivery.attempts;
-  const eventId = target.event_id!;
+export async function completeAttempt(deps: AttemptDeps, input: AttemptInput, prepared: PreparedAttempt): Promise<AttemptResult> {
+  const sent = await sendAttempt(deps, input, prepared);
+  await recordAttempts(deps, [sent]);
+  return finishAttempt(deps, sent);
+}
 
+/** An attempt that has its answer, to be recorded. */
+export interface SentAttempt {
+  input: AttemptInput;
+  prepared: PreparedAttempt;
+  result: SendResult;
+  startedAt: Date;
+  finished: Date;
+  retryAt: Date | null;
+}
+
+/** Step 3, and when to try again: signs with every live secret and posts. */
+export async function sendAttempt(deps: AttemptDeps, input: AttemptInput, prepared: PreparedAttempt): Promise<SentAttempt> {
+  const { target, delivery } = prepared;
+  const eventId = target.event_id!;
   const envelope = eventEnvelope({
-    id: eventId, type: target.type, livemode: scope.livemode, data: target.data,
+    id: eventId, type: target.type, livemode: input.livemode, data: target.data,
     customerMetrics: target.customer_metrics, createdAt: new Date(target.event_created_at),
   });
   const body = JSON.stringify(envelope);
@@ -175,7 +189,7 @@ export async function completeAttempt(deps: AttemptDeps, input: AttemptInput, { 
   try {
     result = await sendWebhook({
       url: target.url, body, headers, timeoutMs: deps.timeoutMs,
-      policy: { livemode: scope.livemode, allowPrivateNetworks: deps.allowPrivateNetworks, allowAddresses: deps.allowAddresses },
+      policy: { livemode: input.livemode, allowPrivateNetworks: deps.allowPrivateNetworks, allowAddresses: deps.allowAddresses },
       resolver: deps.resolver, ca: deps.ca,
     });
   } finally {
@@ -189,26 +203,50 @@ export async function completeAttempt(deps: AttemptDeps, input: AttemptInput, { 
       policy: deps.retry, retryIndex: input.retryIndex, firstAttemptAt: new Date(delivery.created_at), now: finished,
       retryAfterMs: result.retryAfterMs, random: (deps.random ?? Math.random)(),
     });
-  const delivered = result.outcome === 'delivered';
+  return { input, prepared, result, startedAt, finished, retryAt };
+}
 
-  // The attempt, the delivery and (on success, at most once a second) the endpoint, in one statement.
-  await pool.query(
-    `with attempt as (
+/**
+ * Step 4's common part for many attempts in one statement: each attempt, its delivery, and (on
+ * success, at most once a second) its endpoint. The endpoints are locked in id order, so batches
+ * recorded at the same time never deadlock on them.
+ */
+export async function recordAttempts(deps: AttemptDeps, sent: readonly SentAttempt[]): Promise<void> {
+  if (!sent.length) return;
+  const col = <T>(f: (s: SentAttempt, delivered: boolean) => T) => sent.map((s) => f(s, s.result.outcome === 'delivered'));
+  await (await nativePool(deps.orm)).query(
+    `with v as (
+       select * from unnest($1::text[], $2::text[], $3::boolean[], $4::integer[], $5::timestamptz[], $6::float8[], $7::smallint[], $8::text[],
+                            $9::text[], $10::text[], $11::timestamptz[], $12::text[], $13::timestamptz[], $14::text[], $15::text[])
+         as v(delivery_id, account_id, livemode, number, started_at, response_time_ms, http_status, outcome,
+              error, response_excerpt, next_retry_at, status, delivered_at, delivered_by, endpoint_id)
+     ), attempt as (
        insert into webhook_delivery_attempts
          (delivery_id, account_id, livemode, number, started_at, response_time_ms, http_status, outcome, error, response_excerpt, next_retry_at)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       select delivery_id, account_id, livemode, number, started_at, response_time_ms, http_status, outcome, error, response_excerpt, next_retry_at from v
      ), delivery as (
-       update webhook_deliveries set status = $12, http_status = $7, response_time_ms = $6, last_error = $9,
-              delivered_at = $13, next_retry_at = $11, delivered_by = coalesce($14, delivered_by), updated_at = now()
-        where id = $1
+       update webhook_deliveries d set status = v.status, http_status = v.http_status, response_time_ms = v.response_time_ms, last_error = v.error,
+              delivered_at = v.delivered_at, next_retry_at = v.next_retry_at, delivered_by = coalesce(v.delivered_by, d.delivered_by), updated_at = now()
+         from v where d.id = v.delivery_id
+     ), success as (
+       select endpoint_id, account_id, livemode, max(delivered_at) as at from v where delivered_at is not null group by endpoint_id, account_id, livemode
+     ), due as (
+       select w.id, s.at from webhook_endpoints w join success s on w.id = s.endpoint_id and w.account_id = s.account_id and w.livemode = s.livemode
+        where w.failing_since is not null or w.last_success_at is null or w.last_success_at < s.at - interval '1 second'
+        order by w.id for no key update of w
      )
-     update webhook_endpoints set last_success_at = $13, failing_since = null, updated_at = now()
-      where $13::timestamptz is not null and id = $15 and account_id = $2 and livemode = $3
-        and (failing_since is not null or last_success_at is null or last_success_at < $13::timestamptz - interval '1 second')`,
-    [delivery.id, scope.accountId, scope.livemode, number, startedAt, result.responseTimeMs, result.httpStatus, result.outcome,
-      result.error, result.responseExcerpt, retryAt, delivered ? 'delivered' : 'failed', delivered ? finished : null,
-      delivered ? input.attemptKey : null, input.endpointId],
+     update webhook_endpoints w set last_success_at = due.at, failing_since = null, updated_at = now() from due where w.id = due.id`,
+    [col((s) => s.prepared.delivery.id), col((s) => s.input.accountId), col((s) => s.input.livemode), col((s) => s.prepared.delivery.attempts),
+      col((s) => s.startedAt), col((s) => s.result.responseTimeMs), col((s) => s.result.httpStatus), col((s) => s.result.outcome),
+      col((s) => s.result.error), col((s) => s.result.responseExcerpt), col((s) => s.retryAt), col((_, d) => (d ? 'delivered' : 'failed')),
+      col((s, d) => (d ? s.finished : null)), col((s, d) => (d ? s.input.attemptKey : null)), col((s) => s.input.endpointId)],
   );
+}
+
+/** Step 4's rare part (410 disables the endpoint; failing for the whole window marks it) and step 5. */
+export async function finishAttempt(deps: AttemptDeps, { input, prepared: { target, delivery }, result, finished, retryAt }: SentAttempt): Promise<AttemptResult> {
+  const scope: Scope = { accountId: input.accountId, livemode: input.livemode };
+  const delivered = result.outcome === 'delivered';
   if (result.outcome === 'gone' || (!delivered && !retryAt && input.kind === 'event')) {
     const em = scopedEm(deps.orm, scope);
     await em.transactional(async (tx) => {
