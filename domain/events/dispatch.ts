@@ -58,8 +58,10 @@ const PLAN_CONCURRENCY = 8;
  * plans with an EntityManager scoped to the event's account and mode), stores the customer
  * metrics of events about a customer, starts every planned workflow under its deterministic id
  * (reject-duplicate, so an event seen twice starts nothing twice), and only then marks the events
- * dispatched. A crash anywhere leaves the event undispatched for the next pass; an event whose
- * planning or start failed stays undispatched too and is retried at the next sweep.
+ * dispatched. The pass first claims its events (see migration 0135): passes in parallel never take
+ * one event, and a pass that dies leaves its events to the next pass once its claim has expired.
+ * An event whose metrics, planning or start failed stays undispatched too, and is taken again
+ * once its claim (no longer renewed) expires.
  */
 export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: number): Promise<DispatchBatchResult> {
   const pool = await nativePool(deps.orm);
