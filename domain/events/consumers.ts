@@ -69,6 +69,11 @@ export function perPass<T>(em: EntityManager, key: string, read: () => Promise<T
 export interface FirstStepContext {
   services: PlatformServices & AreaServices;
   heartbeat(): void;
+  /**
+   * True when the request's event has left the pass since (another pass holds it now: this one
+   * outlived its claim): a step not begun yet is not made (answer `{ rest: null }`).
+   */
+  dropped(request: WorkflowStartRequest): boolean;
 }
 
 /**

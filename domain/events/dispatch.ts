@@ -262,7 +262,10 @@ async function runFirstSteps<T extends { eventId: string; request: WorkflowStart
 ): Promise<T[]> {
   const services = deps.services;
   if (!services) return planned;
-  const ctx: FirstStepContext = { services, heartbeat: () => deps.heartbeat?.() };
+  const eventOf = new Map(planned.map((item) => [item.request, item.eventId]));
+  const ctx: FirstStepContext = {
+    services, heartbeat: () => deps.heartbeat?.(), dropped: (request) => failedIds.has(eventOf.get(request) ?? ''),
+  };
   const toStart: T[] = [];
   const byConsumer = new Map<EventConsumer, T[]>();
   for (const item of planned) {

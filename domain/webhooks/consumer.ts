@@ -57,7 +57,7 @@ const FIRST_ATTEMPT_CONCURRENCY = 32;
  * record by (event, endpoint) and sends nothing if it was delivered. Delivered, given up or
  * abandoned: nothing to start. To retry: the delivery workflow, resumed at the first retry.
  */
-async function firstAttempts(requests: WorkflowStartRequest[], { services, heartbeat }: FirstStepContext): Promise<FirstStepOutcome[]> {
+async function firstAttempts(requests: WorkflowStartRequest[], { services, heartbeat, dropped }: FirstStepContext): Promise<FirstStepOutcome[]> {
   const { config } = services;
   let retry = policies.get(config);
   if (!retry) policies.set(config, (retry = retryPolicy(config)));
@@ -86,7 +86,10 @@ async function firstAttempts(requests: WorkflowStartRequest[], { services, heart
       const ready = prepared[i]!;
       let result: AttemptResult;
       if ('outcome' in ready) result = ready;
-      else {
+      else if (dropped(request)) {
+        outcomes[i] = { rest: null }; // another pass has the event now: it makes this attempt
+        return;
+      } else {
         const sent = await sendAttempt(deps, inputs[i]!, ready);
         await record(sent);
         result = await finishAttempt(deps, sent);

@@ -117,6 +117,38 @@ describe('dispatcher passes at once', () => {
     expect(record).toEqual({ status: 'delivered', attempts: 1 });
   });
 
+  it('a pass that outlived its claim makes none of the attempts it had not begun; the pass that took the events makes them', async () => {
+    const { receiver, endpointId } = await endpointWithReceiver();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    receiver.reply = () => ({ hold: held });
+    const ids = await recordOrders(40, 'stalled');
+
+    // A pass with a short lease (renewed every 100 ms): 32 attempts begin at once and hang; then
+    // another pass takes the events (their claim is rewritten), and the first pass's renewal finds out.
+    const stalled = dispatchPendingEvents(deps(300), 50);
+    await receiver.waitFor(32, 20_000);
+    await platform.sql(`update events set dispatch_claim = 'other-pass' where id = any($1)`, [ids]);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    release();
+    const result = await stalled;
+    expect(result.events).toBe(0);
+    expect(receiver.received).toHaveLength(32);
+    expect(await undispatched(ids)).toBe(ids.length);
+
+    // The other pass (its claim now expired) makes the 8 attempts, and none of the 32 again.
+    await platform.sql(`update events set dispatch_claimed_until = clock_timestamp() - interval '1 millisecond' where id = any($1)`, [ids]);
+    expect((await dispatchPendingEvents(deps(), 50)).events).toBe(ids.length);
+    expect(receiver.received.map((r) => r.headers['webhook-id']).toSorted()).toEqual(ids.toSorted());
+    const [records] = await platform.sql<{ n: number; attempts: number }>(
+      `select count(*)::int as n, sum(attempts)::int as attempts from webhook_deliveries where endpoint_id = $1 and status = 'delivered'`, [endpointId]);
+    // Each delivered once; the 8 the first pass had counted (its records were written for the
+    // whole pass before any attempt) but not sent count one attempt more than they were sent.
+    expect(records).toEqual({ n: ids.length, attempts: ids.length + 8 });
+  });
+
   it('a pass that died mid-attempt: the next one sends the same webhook-id again, to one delivery record', async () => {
     const { receiver, endpointId } = await endpointWithReceiver();
     const [eventId] = await recordOrders(1, 'midway');
