@@ -50,7 +50,7 @@ export interface LoadResult {
 }
 
 export const BENCH_ENV: Record<string, string> = {
-  LOG_LEVEL: 'warn',
+  LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
   RATE_LIMIT_PER_MINUTE: '100000000',
   RATE_LIMIT_PER_MINUTE_PREMIUM: '100000000',
   RATE_LIMIT_PER_DAY: '100000000',

@@ -86,6 +86,9 @@ const schema = z.object({
   WEBHOOK_HEARTBEAT_TIMEOUT_MS: positiveInt.min(500).default(10_000),
   /** Outbox: how often the dispatcher sweeps for undispatched events when no write has nudged it. */
   EVENT_DISPATCH_SWEEP_MS: positiveInt.min(100).default(5000),
+  /** Outbox: dispatcher passes a worker process runs at once when notified of new events, and events per pass. */
+  EVENT_DISPATCH_PASSES: positiveInt.max(64).default(4),
+  EVENT_DISPATCH_BATCH: positiveInt.max(1000).default(50),
   /**
    * Outbox: the workflow task timeout of the dispatcher and of the workflows it starts (Temporal's
    * default); a worker that dies in the middle of one of their workflow tasks (a test event's or a

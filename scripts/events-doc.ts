@@ -38,7 +38,7 @@ export function renderEventsDoc(): string {
     '- `data.object`: the resource as the API shows it at that moment; `data.previous_attributes` on',
     '  `*.updated` events: the previous values of the fields that changed.',
     '- `customer_metrics` (events about a customer only): `total_ltv` (lifetime value, decimal major units),',
-    '  `engagement_score` (0–100) and `lifecycle_stage`, as computed by `customerMetrics()`',
+    '  `engagement_score` (0–100) and `lifecycle_stage`, as computed by `customerMetricsOf()`',
     '  (domain/crm/metrics.ts) when the event is dispatched, milliseconds after it was recorded; stored',
     '  on the event, so every endpoint and every retry gets the same numbers.',
     '',

@@ -2,26 +2,34 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import type { PoolClient } from 'pg';
 import { nativePool } from '../db/pool.ts';
-import { EVENTS_CHANNEL } from '../domain/events/dispatch.ts';
+import { EVENTS_CHANNEL, nextClaimExpiryMs } from '../domain/events/dispatch.ts';
+import type { DispatchBatchResult } from '../domain/events/consumers.ts';
 import type { Logger } from '../platform/logger.ts';
 import { dispatcherWorkflowId, nudgeDispatcherSignal, type DispatcherInput } from '../workflows/platform/shared.ts';
 
 export interface EventDispatchTrigger {
-  /** Signals the dispatcher (starting it if it is not running). */
-  nudge(): void;
+  /** Runs a dispatcher pass in this process now (another one when all are busy: as soon as one is free). */
+  kick(): void;
   stop(): Promise<void>;
 }
 
-const BATCH_SIZE = 200;
 const RECONNECT_MS = 1000;
+/** After a pass that threw (the database away): the next one no sooner than this. */
+const PASS_RETRY_MS = 1000;
+/** A claim's expiry is checked this much after it is due (clock steps between processes and PostgreSQL). */
+const EXPIRY_SLACK_MS = 50;
 
 /**
- * Keeps delivery latency low without a Temporal call on any request path: every transaction that
- * writes events fires `NOTIFY bp_events` when it commits (a trigger, so events recorded by the API,
- * by activities or by scripts are all seen), and each worker process LISTENs and nudges the
- * dispatcher workflow with signal-with-start (which also starts it when it is not running).
- * Nudges are coalesced: one signal in flight, at most one queued. The dispatcher's own sweep
- * (`EVENT_DISPATCH_SWEEP_MS`) covers a lost notification or a listener that is reconnecting.
+ * Delivers events as soon as they commit, without a Temporal call on any request path or between
+ * the commit and the delivery: every transaction that writes events fires `NOTIFY bp_events` when
+ * it commits (a trigger, so events recorded by the API, by activities or by scripts are all seen),
+ * and each worker process LISTENs and runs dispatcher passes itself (`dispatch`, up to `passes` at
+ * once, each claiming up to `batchSize` events: passes in this process and in others never take
+ * the same event). Notifications that arrive while every pass is busy are coalesced into the next
+ * pass. When its passes go idle, the process also runs one when the earliest claim of another pass
+ * expires (a pass lost with its process). The dispatcher workflow (started here with
+ * signal-with-start when the listener starts) sweeps the outbox every `sweepMs` on top, so a lost
+ * notification, a listener that is reconnecting or a process without passes costs at most that.
  */
 export async function startEventDispatchTrigger(opts: {
   orm: MikroORM;
@@ -34,43 +42,86 @@ export async function startEventDispatchTrigger(opts: {
   workflowTaskTimeoutMs?: number;
   /** Heartbeat timeout of the dispatcher's activity (see DispatcherInput). */
   heartbeatTimeoutMs?: number;
+  /** One dispatcher pass in this process (domain/events/dispatch.ts with the worker's services). */
+  dispatch(batchSize: number): Promise<DispatchBatchResult>;
+  /** Passes of this process at once, and events per pass. */
+  passes: number;
+  batchSize: number;
   logger: Logger;
 }): Promise<EventDispatchTrigger> {
   const workflowId = dispatcherWorkflowId(opts.taskQueuePrefix);
-  const input: DispatcherInput = { sweepMs: opts.sweepMs, batchSize: BATCH_SIZE, heartbeatTimeoutMs: opts.heartbeatTimeoutMs };
+  // The sweeper's passes take as many events as the local ones: a pass of 200 in the middle of a
+  // burst held its events for seconds.
+  const input: DispatcherInput = { sweepMs: opts.sweepMs, batchSize: opts.batchSize, heartbeatTimeoutMs: opts.heartbeatTimeoutMs };
   let stopped = false;
-  let inFlight: Promise<void> | null = null;
-  let again = false;
 
-  const signalOnce = async () => {
-    await opts.client.workflow.signalWithStart('eventDispatcherWorkflow', {
+  /** Starts (or nudges) the sweeper workflow: once when the listener (re)starts. */
+  let sweeperStart: Promise<unknown> | undefined;
+  const startSweeper = () => {
+    sweeperStart = opts.client.workflow.signalWithStart('eventDispatcherWorkflow', {
       workflowId,
       taskQueue: opts.taskQueue,
       args: [input],
       workflowTaskTimeout: opts.workflowTaskTimeoutMs,
       signal: nudgeDispatcherSignal,
       signalArgs: [],
+    }).catch((err: unknown) => {
+      if (!stopped) opts.logger.warn('could not start the event dispatcher workflow; passes still run on notifications', { error: err });
     });
   };
-  const nudge = () => {
-    if (stopped) return;
-    if (inFlight) {
-      again = true;
-      return;
-    }
-    inFlight = (async () => {
-      do {
-        again = false;
+
+  let active = 0;
+  let wanted = false;
+  const running = new Set<Promise<void>>();
+  let retryTimer: NodeJS.Timeout | undefined;
+  let expiryTimer: NodeJS.Timeout | undefined;
+
+  const runPasses = async () => {
+    try {
+      while (wanted && !stopped) {
+        wanted = false;
+        let result: DispatchBatchResult;
         try {
-          await signalOnce();
+          result = await opts.dispatch(opts.batchSize);
         } catch (err) {
-          if (!stopped) opts.logger.warn('could not nudge the event dispatcher; its sweep will pick the events up', { error: err });
+          if (stopped) return;
+          opts.logger.warn('event dispatch pass failed; trying again shortly', { error: err });
+          clearTimeout(retryTimer);
+          retryTimer = setTimeout(kick, PASS_RETRY_MS);
           return;
         }
-      } while (again && !stopped);
-    })().finally(() => {
-      inFlight = null;
-    });
+        // A full batch: more are waiting; another pass takes the next ones beside this one.
+        if (result.more) {
+          wanted = true;
+          spawn();
+        }
+      }
+    } finally {
+      active--;
+      if (active === 0 && !stopped) void armExpiryCheck();
+    }
+  };
+  const spawn = () => {
+    if (stopped || active >= opts.passes) return;
+    active++;
+    const pass = runPasses();
+    running.add(pass);
+    void pass.finally(() => running.delete(pass));
+  };
+  function kick() {
+    wanted = true;
+    spawn();
+  }
+  const armExpiryCheck = async () => {
+    let ms: number | null;
+    try {
+      ms = await nextClaimExpiryMs(opts.orm);
+    } catch {
+      return; // the sweep covers it
+    }
+    if (ms === null || stopped || active > 0) return;
+    clearTimeout(expiryTimer);
+    expiryTimer = setTimeout(kick, ms + EXPIRY_SLACK_MS);
   };
 
   let listener: PoolClient | null = null;
@@ -83,7 +134,7 @@ export async function startEventDispatchTrigger(opts: {
       const pool = await nativePool(opts.orm);
       const client = (held = await pool.connect());
       const onNotification = (msg: { channel: string }) => {
-        if (msg.channel === EVENTS_CHANNEL) nudge();
+        if (msg.channel === EVENTS_CHANNEL) kick();
       };
       const onError = (err: Error) => {
         if (listener !== client) return; // already handed back (stopping)
@@ -103,7 +154,8 @@ export async function startEventDispatchTrigger(opts: {
         client.release();
       };
       await client.query(`listen ${EVENTS_CHANNEL}`);
-      nudge(); // anything written while not listening
+      kick(); // anything written while not listening
+      startSweeper();
     } catch (err) {
       if (held && listener === held) {
         listener = null;
@@ -117,15 +169,17 @@ export async function startEventDispatchTrigger(opts: {
   await listen();
 
   return {
-    nudge,
+    kick,
     async stop() {
       stopped = true;
       clearTimeout(reconnectTimer);
+      clearTimeout(retryTimer);
+      clearTimeout(expiryTimer);
       if (listener) {
         listener = null;
         await releaseListener?.();
       }
-      await inFlight;
+      await Promise.all([...running, sweeperStart]);
     },
   };
 }

@@ -14,6 +14,7 @@ import { Client } from '@temporalio/client';
 import { closeSenderConnections } from '../domain/webhooks/sender.ts';
 import type { Config } from '../platform/config.ts';
 import { startEventDispatchTrigger } from './event-dispatch.ts';
+import { dispatchPendingEvents } from '../domain/events/dispatch.ts';
 import { activitiesOf, buildServices, customerMetrics, eventConsumers, workerAreas, workflowModules } from '../domain/registry.ts';
 import { activityRefusals } from './activity-refusals.ts';
 import { activityLogContext } from './log-context.ts';
@@ -183,12 +184,19 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   );
   if (opts.startPolling) await opts.startPolling;
   const done = Promise.all(workers.map((w) => w.run())).then(() => undefined);
+  // A pass makes webhooks' first attempts: a worker lost in one is noticed like one lost in a
+  // retry (its claim, or the sweeper activity's heartbeat, expires), but not sooner than 5 s (a pass
+  // also plans and starts between renewals).
+  const dispatchClaimMs = Math.max(5000, config.WEBHOOK_HEARTBEAT_TIMEOUT_MS);
   const eventDispatch = await startEventDispatchTrigger({
     orm: opts.orm, client, taskQueuePrefix: opts.taskQueuePrefix, taskQueue: deps.taskQueue('platform'), sweepMs: config.EVENT_DISPATCH_SWEEP_MS,
     workflowTaskTimeoutMs: config.EVENT_WORKFLOW_TASK_TIMEOUT_MS, logger: opts.logger,
-    // The dispatcher makes webhooks' first attempts: a worker lost in one is noticed like one lost
-    // in a retry, but not sooner than 5 s (a pass also plans and starts, between heartbeats).
-    heartbeatTimeoutMs: Math.max(5000, config.WEBHOOK_HEARTBEAT_TIMEOUT_MS),
+    heartbeatTimeoutMs: dispatchClaimMs,
+    passes: config.EVENT_DISPATCH_PASSES, batchSize: config.EVENT_DISPATCH_BATCH,
+    dispatch: (batchSize) => dispatchPendingEvents({
+      orm: deps.orm, temporal: client, taskQueue: deps.taskQueue, logger: opts.logger, consumers: eventConsumers, customerMetrics,
+      workflowTaskTimeoutMs: config.EVENT_WORKFLOW_TASK_TIMEOUT_MS, services: deps, claimMs: dispatchClaimMs,
+    }, batchSize),
   });
   opts.logger.info('workers polling', { queues });
   let stopping: Promise<void> | null = null;

@@ -6,17 +6,21 @@ import type { DispatchBatchResult } from '../../workflows/platform/shared.ts';
 /** Every service: consumers' first steps (a webhook's first attempt) run with the areas' services. */
 export type EventActivityDeps = ActivityDeps;
 
-/** The outbox dispatcher's activity (runs on the platform task queue). */
+/** The outbox dispatcher workflow's sweep (runs on the platform task queue). */
 export function createEventActivities(deps: EventActivityDeps) {
   return {
     async dispatchPendingEvents(input: { batchSize: number }): Promise<DispatchBatchResult> {
       const ctx = Context.current();
-      return dispatchPendingEvents({
+      const result = await dispatchPendingEvents({
         orm: deps.orm, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger,
         consumers: deps.eventConsumers, customerMetrics: deps.customerMetrics,
         workflowTaskTimeoutMs: deps.config.EVENT_WORKFLOW_TASK_TIMEOUT_MS, heartbeat: () => ctx.heartbeat(),
-        services: deps,
+        services: deps, claimMs: ctx.info.heartbeatTimeoutMs || 20_000,
       }, input.batchSize);
+      // Most events are dispatched by the worker processes' own passes as they commit; the sweep
+      // finds what they left (a lost notification, a pass lost with its process).
+      deps.logger.debug('outbox swept', { events: result.events, failed: result.failed });
+      return result;
     },
   };
 }

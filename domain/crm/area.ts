@@ -7,7 +7,7 @@ import { defineArea } from '../../platform/area.ts';
 import { crmAutomationConsumer } from './automation.ts';
 import { AutomationRule, AutomationRun, CrmMessage, CrmTask, Interaction, Segment, Touchpoint } from './entities.ts';
 import { crmEvents } from './events.ts';
-import { customerMetrics } from './metrics.ts';
+import { customerMetricsOf } from './metrics.ts';
 import { segmentMembershipConsumer } from './segments.ts';
 
 /** CRM: the customer journey (LTV, engagement, lifecycle), interactions, touchpoints, automation rules and tasks, segments. */
@@ -21,6 +21,6 @@ export const crmArea = defineArea({
   migrations: [{ name: '0080-crm-segments', class: Migration0080CrmSegments }],
   events: crmEvents,
   consumers: [crmAutomationConsumer, segmentMembershipConsumer],
-  customerMetrics,
+  customerMetrics: customerMetricsOf,
   admin: { crm: crmAdminRouter },
 });

@@ -3,7 +3,7 @@ import { notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { searchAttributes } from '../../platform/temporal-kit.ts';
 import { automationWorkflowId, type AutomationRunInput } from '../../workflows/crm/shared.ts';
-import type { EventConsumer, OutboxEvent, WorkflowStartRequest } from '../events/consumers.ts';
+import { perPass, type EventConsumer, type OutboxEvent, type WorkflowStartRequest } from '../events/consumers.ts';
 import { scopeColumns, type Scope } from '../scope.ts';
 import { AutomationRule, AutomationRun, type ActionResult, type RuleAction, type RuleCondition } from './entities.ts';
 
@@ -167,7 +167,8 @@ export function automationStart(rule: AutomationRule, event: OutboxEvent): Workf
 export const crmAutomationConsumer: EventConsumer = {
   name: 'crm-automation',
   async plan(event, em) {
-    const rules = await em.find(AutomationRule, { triggerEvent: event.type, enabled: true }, { orderBy: { id: 'asc' } });
+    const rules = await perPass(em, `crm-automation:rules:${event.type}`, () =>
+      em.find(AutomationRule, { triggerEvent: event.type, enabled: true }, { orderBy: { id: 'asc' } }));
     return rules.filter((r) => conditionsMatch(r.conditions, event.data.object)).map((r) => automationStart(r, event));
   },
 };

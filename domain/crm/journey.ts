@@ -70,7 +70,8 @@ export interface SourceSummary {
 
 export interface TouchpointSource {
   name: string;
-  summarize(em: EntityManager, scope: Scope, customerId: string, now: Date): Promise<SourceSummary>;
+  /** The summaries of many customers at once (one statement); a customer with nothing here is missing from the map. */
+  summarize(em: EntityManager, scope: Scope, customerIds: readonly string[], now: Date): Promise<Map<string, SourceSummary>>;
   /** The `limit` most recent touchpoints. */
   list(em: EntityManager, scope: Scope, customerId: string, limit: number): Promise<JourneyTouchpoint[]>;
 }
@@ -87,7 +88,8 @@ export interface RevenueTotal {
 
 export interface RevenueSource {
   name: string;
-  totals(em: EntityManager, scope: Scope, customerId: string, now: Date): Promise<RevenueTotal[]>;
+  /** The totals of many customers at once (one statement); a customer with nothing here is missing from the map. */
+  totals(em: EntityManager, scope: Scope, customerIds: readonly string[], now: Date): Promise<Map<string, RevenueTotal[]>>;
 }
 
 export const WEIGHTS: Readonly<Record<string, number>> = {
@@ -109,7 +111,12 @@ const decaySql = (column: string) =>
   `power(0.5, greatest(0, extract(epoch from (?::timestamptz - ${column}))) / ${(DAY_MS / 1000) * HALF_LIFE_DAYS})`;
 const epochMs = (expr: string) => `(extract(epoch from ${expr}) * 1000)::float8`;
 
-interface SummaryRow { n: number; engagement: number | null; first_ms: number | null; last_ms: number | null; purchases?: number; flag?: boolean }
+interface SummaryRow { customer_id: string; n: number; engagement: number | null; first_ms: number | null; last_ms: number | null; purchases?: number; flag?: boolean }
+
+/** Rows keyed by their `customer_id`, each turned into a summary. */
+function byCustomer<R extends { customer_id: string }, T>(rows: R[], of: (row: R) => T): Map<string, T> {
+  return new Map(rows.map((row) => [row.customer_id, of(row)]));
+}
 
 function summaryOf(row: SummaryRow | undefined, extra: Partial<SourceSummary> = {}): SourceSummary {
   return {
@@ -122,17 +129,17 @@ function summaryOf(row: SummaryRow | undefined, extra: Partial<SourceSummary> = 
 
 const orderSource: TouchpointSource = {
   name: 'orders',
-  async summarize(em, scope, customerId, now) {
-    const [row] = await em.execute<SummaryRow[]>(
-      `select count(*)::int as n,
+  async summarize(em, scope, customerIds, now) {
+    const rows = await em.execute<SummaryRow[]>(
+      `select customer_id, count(*)::int as n,
               sum(case when status = 'canceled' then ${WEIGHTS.order_canceled} else ${WEIGHTS.purchase} end * ${decaySql('created_at')})::float8 as engagement,
               ${epochMs('min(created_at)')} as first_ms, ${epochMs('max(created_at)')} as last_ms,
               (count(*) filter (where status <> 'canceled'))::int as purchases,
               coalesce(bool_or(status <> 'canceled' and payment_status = 'unpaid'), false) as flag
-         from orders where account_id = ? and livemode = ? and customer_id = ?`,
-      [now.toISOString(), scope.accountId, scope.livemode, customerId],
+         from orders where account_id = ? and livemode = ? and customer_id in (?) group by customer_id`,
+      [now.toISOString(), scope.accountId, scope.livemode, customerIds],
     );
-    return summaryOf(row, { purchases: Number(row?.purchases ?? 0), signals: row?.flag ? ['open_order'] : [] });
+    return byCustomer(rows, (row) => summaryOf(row, { purchases: Number(row.purchases ?? 0), signals: row.flag ? ['open_order'] : [] }));
   },
   async list(em, _scope, customerId, limit) {
     const orders = await em.find(Order, { customerId }, { orderBy: { id: 'desc' }, limit });
@@ -145,16 +152,16 @@ const orderSource: TouchpointSource = {
 
 const interactionSource: TouchpointSource = {
   name: 'interactions',
-  async summarize(em, scope, customerId, now) {
-    const [row] = await em.execute<SummaryRow[]>(
-      `select count(*)::int as n,
+  async summarize(em, scope, customerIds, now) {
+    const rows = await em.execute<SummaryRow[]>(
+      `select customer_id, count(*)::int as n,
               sum(${weightSql('type')} * (case direction when 'inbound' then ${INBOUND_FACTOR} else 1 end) * ${decaySql('occurred_at')})::float8 as engagement,
               ${epochMs('min(occurred_at)')} as first_ms, ${epochMs('max(occurred_at)')} as last_ms,
               coalesce(bool_or(type = 'meeting' and occurred_at >= ?::timestamptz - interval '90 days'), false) as flag
-         from customer_interactions where account_id = ? and livemode = ? and customer_id = ?`,
-      [now.toISOString(), now.toISOString(), scope.accountId, scope.livemode, customerId],
+         from customer_interactions where account_id = ? and livemode = ? and customer_id in (?) group by customer_id`,
+      [now.toISOString(), now.toISOString(), scope.accountId, scope.livemode, customerIds],
     );
-    return summaryOf(row, { interactions: Number(row?.n ?? 0), signals: row?.flag ? ['recent_meeting'] : [] });
+    return byCustomer(rows, (row) => summaryOf(row, { interactions: Number(row.n ?? 0), signals: row.flag ? ['recent_meeting'] : [] }));
   },
   async list(em, _scope, customerId, limit) {
     const rows = await em.find(Interaction, { customerId }, { orderBy: { occurredAt: 'desc', id: 'desc' }, limit });
@@ -164,14 +171,14 @@ const interactionSource: TouchpointSource = {
 
 const recordedSource: TouchpointSource = {
   name: 'touchpoints',
-  async summarize(em, scope, customerId, now) {
-    const [row] = await em.execute<SummaryRow[]>(
-      `select count(*)::int as n, sum(${weightSql('type')} * ${decaySql('occurred_at')})::float8 as engagement,
+  async summarize(em, scope, customerIds, now) {
+    const rows = await em.execute<SummaryRow[]>(
+      `select customer_id, count(*)::int as n, sum(${weightSql('type')} * ${decaySql('occurred_at')})::float8 as engagement,
               ${epochMs('min(occurred_at)')} as first_ms, ${epochMs('max(occurred_at)')} as last_ms
-         from customer_touchpoints where account_id = ? and livemode = ? and customer_id = ?`,
-      [now.toISOString(), scope.accountId, scope.livemode, customerId],
+         from customer_touchpoints where account_id = ? and livemode = ? and customer_id in (?) group by customer_id`,
+      [now.toISOString(), scope.accountId, scope.livemode, customerIds],
     );
-    return summaryOf(row);
+    return byCustomer(rows, (row) => summaryOf(row));
   },
   async list(em, _scope, customerId, limit) {
     const rows = await em.find(Touchpoint, { customerId }, { orderBy: { occurredAt: 'desc', id: 'desc' }, limit });
@@ -187,15 +194,15 @@ async function paymentsExist(em: EntityManager): Promise<boolean> {
 }
 const paymentSource: TouchpointSource = {
   name: 'payments',
-  async summarize(em, scope, customerId, now) {
-    if (!(await paymentsExist(em))) return summaryOf(undefined);
-    const [row] = await em.execute<SummaryRow[]>(
-      `select count(*)::int as n, sum(${WEIGHTS.payment} * ${decaySql('created_at')})::float8 as engagement,
+  async summarize(em, scope, customerIds, now) {
+    if (!(await paymentsExist(em))) return new Map();
+    const rows = await em.execute<SummaryRow[]>(
+      `select customer_id, count(*)::int as n, sum(${WEIGHTS.payment} * ${decaySql('created_at')})::float8 as engagement,
               ${epochMs('min(created_at)')} as first_ms, ${epochMs('max(created_at)')} as last_ms
-         from payments where account_id = ? and livemode = ? and customer_id = ? and ${PAID}`,
-      [now.toISOString(), scope.accountId, scope.livemode, customerId],
+         from payments where account_id = ? and livemode = ? and customer_id in (?) and ${PAID} group by customer_id`,
+      [now.toISOString(), scope.accountId, scope.livemode, customerIds],
     );
-    return summaryOf(row);
+    return byCustomer(rows, (row) => summaryOf(row));
   },
   async list(em, scope, customerId, limit) {
     if (!(await paymentsExist(em))) return [];
@@ -214,22 +221,36 @@ const paymentSource: TouchpointSource = {
 
 const paidOrders: RevenueSource = {
   name: 'paid_orders',
-  async totals(em, scope, customerId, now) {
-    const rows = await em.execute<{ currency: string; amount: string; n: number; n_year: number; last_ms: number }[]>(
-      `select currency, sum(total_amount)::text as amount, count(*)::int as n,
+  async totals(em, scope, customerIds, now) {
+    const rows = await em.execute<{ customer_id: string; currency: string; amount: string; n: number; n_year: number; last_ms: number }[]>(
+      `select customer_id, currency, sum(total_amount)::text as amount, count(*)::int as n,
               (count(*) filter (where coalesce(paid_at, created_at) >= ?::timestamptz - interval '365 days'))::int as n_year,
               ${epochMs('max(coalesce(paid_at, created_at))')} as last_ms
-         from orders where account_id = ? and livemode = ? and customer_id = ? and payment_status = 'paid' and status <> 'canceled'
-        group by currency`,
-      [now.toISOString(), scope.accountId, scope.livemode, customerId],
+         from orders where account_id = ? and livemode = ? and customer_id in (?) and payment_status = 'paid' and status <> 'canceled'
+        group by customer_id, currency`,
+      [now.toISOString(), scope.accountId, scope.livemode, customerIds],
     );
-    return rows.map((r) => ({ currency: r.currency, amount: Number(r.amount), count: r.n, countLastYear: r.n_year, lastAtMs: Number(r.last_ms) }));
+    return totalsByCustomer(rows);
   },
 };
 
+/** Revenue rows (`customer_id`, `currency`, `amount`, `n`, `n_year`, `last_ms`) grouped by customer. */
+function totalsByCustomer(rows: { customer_id: string; currency: string; amount: string; n: number; n_year: number; last_ms: number }[]): Map<string, RevenueTotal[]> {
+  const totals = new Map<string, RevenueTotal[]>();
+  for (const r of rows) {
+    let list = totals.get(r.customer_id);
+    if (!list) totals.set(r.customer_id, (list = []));
+    list.push({ currency: r.currency, amount: Number(r.amount), count: r.n, countLastYear: r.n_year, lastAtMs: Number(r.last_ms) });
+  }
+  return totals;
+}
+
 /** Where touchpoints come from; a new source is one more entry here. */
 export const touchpointSources: TouchpointSource[] = [orderSource, interactionSource, recordedSource, paymentSource];
-const paidInvoices: RevenueSource = { name: 'paid_invoices', totals: paidInvoiceTotals };
+const paidInvoices: RevenueSource = {
+  name: 'paid_invoices',
+  totals: async (em, scope, customerIds, now) => totalsByCustomer(await paidInvoiceTotals(em, scope, customerIds, now)),
+};
 
 /** What counts toward the lifetime value: paid orders and billing's paid invoices. */
 export const revenueSources: RevenueSource[] = [paidOrders, paidInvoices];
@@ -298,29 +319,42 @@ export function scopeOfEm(em: EntityManager): Scope {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-/** Computes the journey of one customer (404 if the customer is not in the em's scope). */
-export async function customerJourney(
-  em: EntityManager, customerId: string, opts: { currency?: string; touchpointLimit?: number; now?: Date } = {},
-): Promise<CustomerJourney> {
+/** The numbers of a journey (everything but the touchpoints), as `customerNumbers` computes them. */
+export type JourneyNumbers = Pick<CustomerJourney, 'lifecycle_stage' | 'total_ltv' | 'currency' | 'engagement_score' | 'summary' | 'unconverted'>;
+
+/**
+ * The journey numbers of many customers of the em's scope at once: one statement per source for
+ * all of them (the outbox dispatcher computes `customer_metrics` for a whole pass this way).
+ * Customers not in the scope are missing from the answer.
+ */
+export async function customerNumbers(
+  em: EntityManager, customerIds: readonly string[], opts: { currency?: string; now?: Date } = {},
+): Promise<Map<string, JourneyNumbers>> {
   const scope = scopeOfEm(em);
-  const customer = await em.findOne(Customer, { id: customerId }, { fields: ['id'] });
-  if (!customer) throw notFound('customer', customerId);
+  const ids = [...new Set(customerIds)];
+  if (!ids.length) return new Map();
+  const existing = (await em.find(Customer, { id: { $in: ids } }, { fields: ['id'] })).map((c) => c.id);
+  if (!existing.length) return new Map();
   const now = opts.now ?? new Date();
-  const limit = opts.touchpointLimit ?? 100;
 
-  const summaries = await Promise.all(touchpointSources.map((s) => s.summarize(em.fork(), scope, customerId, now)));
-  const revenue = (await Promise.all(revenueSources.map((s) => s.totals(em.fork(), scope, customerId, now)))).flat();
-  const lists = limit > 0 ? await Promise.all(touchpointSources.map((s) => s.list(em.fork(), scope, customerId, limit))) : [];
-  const touchpoints = lists.flat().sort((a, b) => Date.parse(a.timestamp) - Date.parse(b.timestamp) || (a.ref < b.ref ? -1 : 1)).slice(-limit);
+  const [summaries, revenues] = await Promise.all([
+    Promise.all(touchpointSources.map((s) => s.summarize(em.fork(), scope, existing, now))),
+    Promise.all(revenueSources.map((s) => s.totals(em.fork(), scope, existing, now))),
+  ]);
+  const customers = existing.map((id) => {
+    const revenue = revenues.flatMap((byId) => byId.get(id) ?? []);
+    const latest = [...revenue].sort((a, b) => (b.lastAtMs ?? 0) - (a.lastAtMs ?? 0))[0];
+    return { id, summaries: summaries.map((byId) => byId.get(id) ?? summaryOf(undefined)), revenue, currency: opts.currency ?? latest?.currency ?? 'USD' };
+  });
+  const rates = customers.some((c) => c.revenue.some((r) => r.currency !== c.currency)) ? await loadRates(em, scope) : new Map<string, string>();
+  return new Map(customers.map((c) => [c.id, journeyNumbers(c.summaries, c.revenue, c.currency, rates, now)]));
+}
 
+function journeyNumbers(summaries: SourceSummary[], revenue: RevenueTotal[], currency: string, rates: Map<string, string>, now: Date): JourneyNumbers {
   const seen = summaries.flatMap((s) => [s.firstSeenMs, s.lastSeenMs]).filter((v): v is number => v !== null);
   const revenueLast = revenue.map((r) => r.lastAtMs).filter((v): v is number => v !== null);
   const lastSeenMs = seen.length || revenueLast.length ? Math.max(...seen, ...revenueLast) : null;
   const paid = revenue.reduce((n, r) => n + r.count, 0);
-
-  const latest = [...revenue].sort((a, b) => (b.lastAtMs ?? 0) - (a.lastAtMs ?? 0))[0];
-  const currency = opts.currency ?? latest?.currency ?? 'USD';
-  const rates = revenue.some((r) => r.currency !== currency) ? await loadRates(em, scope) : new Map<string, string>();
   let ltvMinor = 0;
   const unconverted: { currency: string; amount: number }[] = [];
   for (const r of revenue) {
@@ -328,11 +362,7 @@ export async function customerJourney(
     if (converted === null) unconverted.push({ currency: r.currency, amount: r.amount });
     else ltvMinor += converted;
   }
-
   return {
-    object: 'customer_journey',
-    livemode: scope.livemode,
-    customer_id: customerId,
     lifecycle_stage: lifecycleStage({
       touchpoints: summaries.reduce((n, s) => n + s.count, 0), lastSeenMs, paid,
       paidLastYear: revenue.reduce((n, r) => n + r.countLastYear, 0), signals: summaries.flatMap((s) => s.signals),
@@ -340,7 +370,6 @@ export async function customerJourney(
     total_ltv: toMajorNumber(ltvMinor, currency),
     currency,
     engagement_score: roundScore(summaries.reduce((sum, s) => sum + s.engagement, 0)),
-    touchpoints,
     summary: {
       touchpoints: summaries.reduce((n, s) => n + s.count, 0),
       purchases: summaries.reduce((n, s) => n + s.purchases, 0),
@@ -350,6 +379,31 @@ export async function customerJourney(
       last_seen_at: iso(seen.length ? Math.max(...seen) : null),
     },
     unconverted,
+  };
+}
+
+/** Computes the journey of one customer (404 if the customer is not in the em's scope). */
+export async function customerJourney(
+  em: EntityManager, customerId: string, opts: { currency?: string; touchpointLimit?: number; now?: Date } = {},
+): Promise<CustomerJourney> {
+  const scope = scopeOfEm(em);
+  const now = opts.now ?? new Date();
+  const numbers = (await customerNumbers(em, [customerId], { currency: opts.currency, now })).get(customerId);
+  if (!numbers) throw notFound('customer', customerId);
+  const limit = opts.touchpointLimit ?? 100;
+  const lists = limit > 0 ? await Promise.all(touchpointSources.map((s) => s.list(em.fork(), scope, customerId, limit))) : [];
+  const touchpoints = lists.flat().sort((a, b) => Date.parse(a.timestamp) - Date.parse(b.timestamp) || (a.ref < b.ref ? -1 : 1)).slice(-limit);
+  return {
+    object: 'customer_journey',
+    livemode: scope.livemode,
+    customer_id: customerId,
+    lifecycle_stage: numbers.lifecycle_stage,
+    total_ltv: numbers.total_ltv,
+    currency: numbers.currency,
+    engagement_score: numbers.engagement_score,
+    touchpoints,
+    summary: numbers.summary,
+    unconverted: numbers.unconverted,
     computed_at: now.toISOString(),
   };
 }

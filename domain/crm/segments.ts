@@ -9,11 +9,11 @@ import {
   customerSegmentsWorkflowId, segmentEvaluationWorkflowId, segmentScheduleId,
   type CustomerSegmentsInput, type SegmentEvaluationInput, type SegmentEvaluationResult,
 } from '../../workflows/crm/shared.ts';
-import type { EventConsumer, WorkflowStartRequest } from '../events/consumers.ts';
+import { perPass, type EventConsumer, type WorkflowStartRequest } from '../events/consumers.ts';
 import { Customer, customerView, type CustomerView } from '../customers/public.ts';
 import { scopeColumns, type Scope } from '../scope.ts';
 import { Segment } from './entities.ts';
-import { customerMetrics } from './metrics.ts';
+import { customerMetricsOf } from './metrics.ts';
 import type { SegmentMembershipView, SegmentView } from './schemas.ts';
 import { ruleLimitErrors, ruleSql, usesMetrics, type SegmentRuleGroup } from './segment-rules.ts';
 
@@ -236,11 +236,7 @@ export async function listSegmentCustomers(
 /** Writes the metrics snapshot of these customers (from the journey, domain/crm/metrics.ts). */
 export async function refreshCustomerMetrics(em: EntityManager, scope: Scope, customerIds: string[]): Promise<number> {
   if (!customerIds.length) return 0;
-  const rows: { id: string; ltv: number; score: number; stage: string }[] = [];
-  for (const id of customerIds) {
-    const m = await customerMetrics(em, id);
-    rows.push({ id, ltv: m.total_ltv, score: m.engagement_score, stage: m.lifecycle_stage });
-  }
+  const rows = [...(await customerMetricsOf(em, customerIds))].map(([id, m]) => ({ id, ltv: m.total_ltv, score: m.engagement_score, stage: m.lifecycle_stage }));
   await em.execute(
     `insert into crm_customer_metrics (account_id, livemode, customer_id, total_ltv, engagement_score, lifecycle_stage, refreshed_at)
      select ?, ?, v.id, v.ltv, v.score, v.stage, now()
@@ -376,8 +372,8 @@ export const segmentMembershipConsumer: EventConsumer = {
   name: 'crm-segments',
   async plan(event, em) {
     if (!event.customerId || SEGMENT_EVENTS.has(event.type)) return [];
-    const [active] = await em.execute<{ n: number }[]>(
-      `select count(*)::int as n from crm_segments where account_id = ? and livemode = ? and status = 'active'`, [event.accountId, event.livemode]);
+    const [active] = await perPass(em, 'crm-segments:active', () => em.execute<{ n: number }[]>(
+      `select count(*)::int as n from crm_segments where account_id = ? and livemode = ? and status = 'active'`, [event.accountId, event.livemode]));
     if (!active?.n) return [];
     const input: CustomerSegmentsInput = { accountId: event.accountId, livemode: event.livemode, customerId: event.customerId, eventId: event.id };
     const start: WorkflowStartRequest = {

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../platform/ids.ts';
 import { convertMinorUnits } from '../money.ts';
-import type { EventConsumer } from '../events/consumers.ts';
+import { perPass, type EventConsumer } from '../events/consumers.ts';
 import type { Scope } from '../scope.ts';
 import { searchAttributes } from '../../platform/temporal-kit.ts';
 import { ledgerPostingWorkflowId, type LedgerPostingInput } from '../../workflows/erp/shared.ts';
@@ -28,7 +28,7 @@ export const ledgerPostingConsumer: EventConsumer = {
   name: 'erp-ledger-postings',
   async plan(event, em) {
     if (!(POSTED_EVENTS as readonly string[]).includes(event.type)) return [];
-    if (!(await ledgerStarted(em, { accountId: event.accountId, livemode: event.livemode }))) return [];
+    if (!(await perPass(em, 'erp-ledger-postings:started', () => ledgerStarted(em, { accountId: event.accountId, livemode: event.livemode })))) return [];
     const object = (event.data.object ?? {}) as Record<string, unknown>;
     const input: LedgerPostingInput = { eventId: event.id, eventType: event.type, accountId: event.accountId, livemode: event.livemode, object };
     return [{

@@ -1,10 +1,15 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
+import type { Pool } from 'pg';
 import { nativePool } from '../../db/pool.ts';
+import { mapLimit } from '../../platform/concurrency.ts';
 import type { Logger } from '../../platform/logger.ts';
 import { scopedEm } from '../scope.ts';
-import type { CustomerMetrics, CustomerMetricsSource, DispatchBatchResult, EventConsumer, FirstStepContext, OutboxEvent, WorkflowStartRequest } from './consumers.ts';
+import type {
+  CustomerMetrics, CustomerMetricsSource, DispatchBatchResult, EventConsumer, FirstStepContext, FirstStepOutcome, OutboxEvent, WorkflowStartRequest,
+} from './consumers.ts';
 
 /** The PostgreSQL channel the `events` insert trigger notifies (migration 0003). */
 export const EVENTS_CHANNEL = 'bp_events';
@@ -21,8 +26,13 @@ export interface DispatchDeps {
   workflowTaskTimeoutMs?: number;
   /** Called as work progresses (the activity's heartbeat, so a dispatcher lost with its worker is retried soon). */
   heartbeat?: () => void;
-  /** The worker's services, for consumers' first steps (see EventConsumer.firstStep); without them every planned workflow is started. */
+  /** The worker's services, for consumers' first steps (see EventConsumer.firstSteps); without them every planned workflow is started. */
   services?: FirstStepContext['services'];
+  /**
+   * How long the pass's claim on its events lasts (renewed every third of it while the pass runs):
+   * a pass lost with its process leaves its events to the next pass after this.
+   */
+  claimMs: number;
 }
 
 interface EventRow {
@@ -41,16 +51,6 @@ interface EventRow {
 const START_CONCURRENCY = 32;
 /** Events planned at once (consumers read the database; reads on one scoped EntityManager may overlap). */
 const PLAN_CONCURRENCY = 8;
-/** First steps in flight at once (a webhook's first attempt: three statements and one HTTP request). */
-const FIRST_STEP_CONCURRENCY = 32;
-
-async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await fn(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
 
 /**
  * One pass over the outbox: reads up to `batchSize` undispatched events (oldest first, across
@@ -58,19 +58,80 @@ async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<v
  * plans with an EntityManager scoped to the event's account and mode), stores the customer
  * metrics of events about a customer, starts every planned workflow under its deterministic id
  * (reject-duplicate, so an event seen twice starts nothing twice), and only then marks the events
- * dispatched. A crash anywhere leaves the event undispatched for the next pass; an event whose
- * planning or start failed stays undispatched too and is retried at the next sweep.
+ * dispatched. The pass first claims its events (see migration 0135): passes in parallel never take
+ * one event, and a pass that dies leaves its events to the next pass once its claim has expired.
+ * An event whose metrics, planning or start failed stays undispatched too, and is taken again
+ * once its claim (no longer renewed) expires.
  */
 export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: number): Promise<DispatchBatchResult> {
   const pool = await nativePool(deps.orm);
+  const claim = randomUUID();
+  // Oldest first; events another pass holds (a live claim, or a row being claimed right now) are
+  // skipped, so passes in parallel (in this process, in others, the sweeper's activity) share the
+  // outbox without taking one event twice.
   const { rows } = await pool.query<EventRow>(
-    `select id, account_id, livemode, type, data, customer_id, request_id, customer_metrics, created_at
-       from events where dispatched_at is null order by id limit $1`,
-    [batchSize],
+    `update events e set dispatch_claim = $2, dispatch_claimed_until = clock_timestamp() + $3 * interval '1 millisecond'
+       from (select id from events
+              where dispatched_at is null and (dispatch_claimed_until is null or dispatch_claimed_until < clock_timestamp())
+              order by id limit $1 for no key update skip locked) c
+      where e.id = c.id
+     returning e.id, e.account_id, e.livemode, e.type, e.data, e.customer_id, e.request_id, e.customer_metrics, e.created_at`,
+    [batchSize, claim, deps.claimMs],
   );
   if (rows.length === 0) return { events: 0, started: 0, alreadyStarted: 0, failed: 0, more: false };
+  rows.sort((a, b) => (a.id < b.id ? -1 : 1));
   const t0 = performance.now();
   const lap = () => Math.round(performance.now() - t0);
+  const failedIds = new Set<string>();
+  const renewal = renewClaim(pool, claim, rows.map((r) => r.id), deps, failedIds);
+  try {
+    return await dispatchClaimed(deps, pool, rows, failedIds, lap, batchSize);
+  } finally {
+    renewal.stop();
+  }
+}
+
+/**
+ * Keeps the pass's claim alive: every third of `claimMs`, the lease of its events still undispatched
+ * is extended. An event whose claim was lost meanwhile (the pass stalled past its lease and another
+ * pass took the event) is dropped from this pass: nothing more is sent for it from here.
+ */
+function renewClaim(pool: Pool, claim: string, ids: string[], deps: DispatchDeps, failedIds: Set<string>) {
+  let inFlight = false;
+  let stopped = false;
+  const timer = setInterval(() => {
+    if (inFlight) return;
+    inFlight = true;
+    pool.query<{ id: string }>(
+      `update events set dispatch_claimed_until = clock_timestamp() + $3 * interval '1 millisecond'
+        where id = any($1::text[]) and dispatch_claim = $2 and dispatched_at is null returning id`,
+      [ids.filter((id) => !failedIds.has(id)), claim, deps.claimMs],
+    ).then(({ rows }) => {
+      if (stopped) return; // answered after the pass marked its events dispatched
+      const held = new Set(rows.map((r) => r.id));
+      for (const id of ids) {
+        if (held.has(id) || failedIds.has(id)) continue;
+        failedIds.add(id);
+        deps.logger?.warn('event claim lost (the pass outlived its lease); another pass has the event', { event_id: id });
+      }
+    }).catch((err: unknown) => {
+      deps.logger?.warn('could not renew the claim on events being dispatched', { error: err });
+    }).finally(() => {
+      inFlight = false;
+    });
+  }, Math.max(100, Math.floor(deps.claimMs / 3)));
+  timer.unref();
+  return {
+    stop() {
+      stopped = true;
+      clearInterval(timer);
+    },
+  };
+}
+
+async function dispatchClaimed(
+  deps: DispatchDeps, pool: Pool, rows: EventRow[], failedIds: Set<string>, lap: () => number, batchSize: number,
+): Promise<DispatchBatchResult> {
 
   const scoped = new Map<string, EntityManager>();
   const emFor = (row: EventRow) => {
@@ -80,23 +141,28 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
     return sem;
   };
 
-  // Customer metrics first, committed before any delivery can read the event.
-  const metricsCache = new Map<string, Promise<CustomerMetrics>>();
+  // Customer metrics first, committed before any delivery can read the event: one call per scope
+  // for every customer of the pass (the source reads them all in one statement per table).
   const metricIds: string[] = [];
   const metricValues: string[] = [];
-  const failedIds = new Set<string>();
-  await mapLimit(rows.filter((r) => deps.customerMetrics && r.customer_id && !r.customer_metrics), PLAN_CONCURRENCY, async (row) => {
+  const needMetrics = new Map<EntityManager, EventRow[]>();
+  for (const row of rows) {
+    if (!deps.customerMetrics || !row.customer_id || row.customer_metrics) continue;
+    const em = emFor(row);
+    needMetrics.set(em, [...(needMetrics.get(em) ?? []), row]);
+  }
+  await mapLimit([...needMetrics], PLAN_CONCURRENCY, async ([em, scoped]) => {
     deps.heartbeat?.();
-    const key = `${row.account_id}:${row.livemode}:${row.customer_id}`;
     try {
-      let metrics = metricsCache.get(key);
-      if (!metrics) metricsCache.set(key, (metrics = deps.customerMetrics!(emFor(row), row.customer_id!)));
-      row.customer_metrics = await metrics;
-      metricIds.push(row.id);
-      metricValues.push(JSON.stringify(row.customer_metrics));
+      const metrics = await deps.customerMetrics!(em, [...new Set(scoped.map((r) => r.customer_id!))]);
+      for (const row of scoped) {
+        row.customer_metrics = metrics.get(row.customer_id!)!;
+        metricIds.push(row.id);
+        metricValues.push(JSON.stringify(row.customer_metrics));
+      }
     } catch (err) {
-      failedIds.add(row.id);
-      deps.logger?.warn('customer metrics failed; event left for the next sweep', { event_id: row.id, error: err });
+      for (const row of scoped) failedIds.add(row.id);
+      deps.logger?.warn('customer metrics failed; events left for the next pass', { event_ids: scoped.map((r) => r.id), error: err });
     }
   });
   if (metricIds.length) {
@@ -164,7 +230,11 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
   const tStart = lap();
   const dispatched = rows.map((r) => r.id).filter((id) => !failedIds.has(id));
   if (dispatched.length) {
-    await pool.query(`update events set dispatched_at = now() where id = any($1::text[]) and dispatched_at is null`, [dispatched]);
+    await pool.query(
+      `update events set dispatched_at = now(), dispatch_claim = null, dispatch_claimed_until = null
+        where id = any($1::text[]) and dispatched_at is null`,
+      [dispatched],
+    );
   }
   deps.logger?.debug('dispatched events', {
     events: rows.length, planned: planned.length, starts: toStart.length, metrics_ms: tMetrics, plan_ms: tPlan - tMetrics,
@@ -183,7 +253,8 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
 /**
  * The consumers' first steps (a webhook's first attempt), made here rather than in a workflow of
  * their own: a burst of events then costs no queue of workflow starts, only the workflows still
- * needed afterwards (retries). A first step that throws (database trouble) leaves its request to be
+ * needed afterwards (retries). Each consumer gets all its requests of the pass at once (it may
+ * batch its reads and writes). A first step that fails (database trouble) leaves its request to be
  * started as planned, so the workflow makes the step itself; nothing is dropped.
  */
 async function runFirstSteps<T extends { eventId: string; request: WorkflowStartRequest; consumer: EventConsumer }>(
@@ -191,22 +262,47 @@ async function runFirstSteps<T extends { eventId: string; request: WorkflowStart
 ): Promise<T[]> {
   const services = deps.services;
   if (!services) return planned;
-  const ctx: FirstStepContext = { services, heartbeat: () => deps.heartbeat?.() };
+  const eventOf = new Map(planned.map((item) => [item.request, item.eventId]));
+  const ctx: FirstStepContext = {
+    services, heartbeat: () => deps.heartbeat?.(), dropped: (request) => failedIds.has(eventOf.get(request) ?? ''),
+  };
   const toStart: T[] = [];
-  await mapLimit(planned, FIRST_STEP_CONCURRENCY, async (item) => {
-    if (failedIds.has(item.eventId)) return;
-    if (!item.consumer.firstStep) {
-      toStart.push(item);
-      return;
-    }
+  const byConsumer = new Map<EventConsumer, T[]>();
+  for (const item of planned) {
+    if (failedIds.has(item.eventId)) continue;
+    if (!item.consumer.firstSteps) toStart.push(item);
+    else byConsumer.set(item.consumer, [...(byConsumer.get(item.consumer) ?? []), item]);
+  }
+  await Promise.all([...byConsumer].map(async ([consumer, items]) => {
     deps.heartbeat?.();
+    let outcomes: FirstStepOutcome[];
     try {
-      const rest = await item.consumer.firstStep(item.request, ctx);
-      if (rest) toStart.push({ ...item, request: rest });
+      outcomes = await consumer.firstSteps!(items.map((item) => item.request), ctx);
     } catch (err) {
-      deps.logger?.warn('first step failed; its workflow will make it', { event_id: item.eventId, workflow_id: item.request.workflowId, error: err });
-      toStart.push(item);
+      outcomes = items.map(() => ({ error: err }));
     }
-  });
+    items.forEach((item, i) => {
+      const outcome = outcomes[i]!;
+      if ('error' in outcome) {
+        deps.logger?.warn('first step failed; its workflow will make it', { event_id: item.eventId, workflow_id: item.request.workflowId, error: outcome.error });
+        toStart.push(item);
+      } else if (outcome.rest) {
+        toStart.push({ ...item, request: outcome.rest });
+      }
+    });
+  }));
   return toStart;
+}
+
+/**
+ * In how many milliseconds the earliest live claim on an undispatched event expires, or null when
+ * no undispatched event is claimed. A process whose passes have gone idle runs one more then: the
+ * events of a pass lost with its process are taken again without waiting for the sweep.
+ */
+export async function nextClaimExpiryMs(orm: MikroORM): Promise<number | null> {
+  const { rows: [row] } = await (await nativePool(orm)).query<{ ms: number | null }>(
+    `select (extract(epoch from min(dispatch_claimed_until) - clock_timestamp()) * 1000)::float8 as ms
+       from events where dispatched_at is null and dispatch_claimed_until is not null`,
+  );
+  return row?.ms === null || row?.ms === undefined ? null : Math.max(0, Math.ceil(Number(row.ms)));
 }

@@ -8,6 +8,7 @@ import { Migration0007AdmissionClock } from '../../db/migrations/0007-admission-
 import { Migration0008InstallationSettings } from '../../db/migrations/0008-installation-settings.ts';
 import { Migration0011CrashSafeIdempotency } from '../../db/migrations/0011-crash-safe-idempotency.ts';
 import { Migration0120InstantAdmission } from '../../db/migrations/0120-instant-admission.ts';
+import { Migration0135EventDispatchClaims } from '../../db/migrations/0135-event-dispatch-claims.ts';
 import { defineArea } from '../../platform/area.ts';
 import { Account, ApiKey } from '../accounts/entities.ts';
 import { DomainEvent } from '../events/entities.ts';
@@ -34,6 +35,7 @@ export const platformArea = defineArea({
     { name: '0008-installation-settings', class: Migration0008InstallationSettings },
     { name: '0011-crash-safe-idempotency', class: Migration0011CrashSafeIdempotency },
     { name: '0120-instant-admission', class: Migration0120InstantAdmission },
+    { name: '0135-event-dispatch-claims', class: Migration0135EventDispatchClaims },
   ],
   admin: { accounts: accountsRouter, keys: keysRouter },
 });

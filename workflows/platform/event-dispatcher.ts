@@ -21,11 +21,13 @@ function dispatcherActivities(input: DispatcherInput) {
 const ROUNDS_PER_RUN = 500;
 
 /**
- * The outbox dispatcher: one per deployment. It drains undispatched events in batches whenever a
- * committed write nudges it (PostgreSQL NOTIFY → worker → signal) and, failing that, every
- * `sweepMs`. Each batch asks every event consumer which workflows to start and starts them under
- * deterministic ids before marking the events dispatched, so a crash at any point loses nothing
- * and a second pass starts nothing twice.
+ * The outbox sweeper: one per deployment. The worker processes dispatch events themselves as
+ * they commit (PostgreSQL NOTIFY → a pass in the process, worker/event-dispatch.ts); this
+ * workflow runs the same pass every `sweepMs` (and when a worker's listener starts and nudges it)
+ * for what they left: a lost notification, the events of a pass lost with its process. Each batch
+ * asks every event consumer which workflows to start and starts them under deterministic ids
+ * before marking the events dispatched, so a crash at any point loses nothing and a second pass
+ * starts nothing twice.
  */
 export async function eventDispatcherWorkflow(input: DispatcherInput): Promise<void> {
   const { dispatchPendingEvents } = dispatcherActivities(input);
