@@ -21,20 +21,20 @@ export interface ThrowawayInfra {
  * `workDir`).
  */
 export async function startThrowawayInfra(opts: { databaseUrl?: string; temporalAddress?: string; workDir: string }): Promise<ThrowawayInfra> {
-  const stops: (() => Promise<void>)[] = [];
-  let adminDbUrl = opts.databaseUrl;
-  if (!adminDbUrl) {
-    const { startEmbeddedPostgres } = await import('./embedded-postgres.ts');
-    const local = await startEmbeddedPostgres({ dataDir: join(opts.workDir, 'pg'), persistent: false });
-    stops.push(local.stop);
-    adminDbUrl = local.url;
+  // The two servers start side by side (each is seconds of another process's work).
+  const [postgres, temporal] = await Promise.allSettled([
+    opts.databaseUrl
+      ? { url: opts.databaseUrl, stop: undefined }
+      : import('./embedded-postgres.ts').then(({ startEmbeddedPostgres }) => startEmbeddedPostgres({ dataDir: join(opts.workDir, 'pg'), persistent: false })),
+    opts.temporalAddress
+      ? { address: opts.temporalAddress, stop: undefined }
+      : import('./temporal-dev-server.ts').then(({ startTemporalDevServer }) => startTemporalDevServer({ uiPort: null, logFile: join(opts.workDir, 'temporal.log') })),
+  ]);
+  const stops = [postgres, temporal].flatMap((started) => (started.status === 'fulfilled' && started.value.stop ? [started.value.stop] : []));
+  if (postgres.status === 'rejected' || temporal.status === 'rejected') {
+    // One failed: the other does not outlive it.
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    throw postgres.status === 'rejected' ? postgres.reason : (temporal as PromiseRejectedResult).reason;
   }
-  let temporalAddress = opts.temporalAddress;
-  if (!temporalAddress) {
-    const { startTemporalDevServer } = await import('./temporal-dev-server.ts');
-    const server = await startTemporalDevServer({ uiPort: null, logFile: join(opts.workDir, 'temporal.log') });
-    stops.push(server.stop);
-    temporalAddress = server.address;
-  }
-  return { adminDbUrl, temporalAddress, stops };
+  return { adminDbUrl: postgres.value.url, temporalAddress: temporal.value.address, stops };
 }

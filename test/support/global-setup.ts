@@ -62,6 +62,10 @@ export default async function setup(project: TestProject) {
 
 async function startInfra(): Promise<Infra> {
   const work = mkdtempSync(join(tmpdir(), 'bp-test-'));
+  // The workflow bundle (webpack, in this process) builds while the servers start (other processes).
+  const bundlePath = join(work, 'workflow-bundle.js');
+  const bundled = buildWorkflowBundle().then(({ code }) => writeFileSync(bundlePath, code));
+  bundled.catch(() => undefined); // awaited below; a server failing first must not leave it unhandled
   const { adminDbUrl, temporalAddress, stops } = await startThrowawayInfra({
     databaseUrl: process.env.TEST_DATABASE_URL, temporalAddress: process.env.TEMPORAL_ADDRESS, workDir: work,
   });
@@ -92,8 +96,7 @@ async function startInfra(): Promise<Infra> {
     execFileSync(fileURLToPath(new URL('../../scripts/ensure-chromium.sh', import.meta.url)), { stdio: 'inherit' });
   }
 
-  const bundlePath = join(work, 'workflow-bundle.js');
-  writeFileSync(bundlePath, (await buildWorkflowBundle()).code);
+  await bundled;
 
   return {
     provided: { adminDbUrl, templateDb, temporalAddress, bundlePath, testDbPrefix, dropTestDbs: Boolean(process.env.TEST_DATABASE_URL) },
