@@ -150,8 +150,10 @@ const schema = z.object({
   AI_MONTHLY_TOKEN_BUDGET: positiveInt.default(1_000_000),
   /** /v3/ai: longest one model call (all its steps) may take before 503 ai_provider_unavailable. */
   AI_TIMEOUT_MS: positiveInt.min(1000).default(60_000),
-  /** /v3/graphql: answer introspection (and show GraphiQL) to live-mode keys too; off by default (test keys always may). */
+  /** /v3/graphql: answer introspection (GraphiQL's schema explorer) to live-mode keys too; off by default (test keys always may). */
   GRAPHQL_LIVE_INTROSPECTION: bool.default(false),
+  /** GraphiQL at /graphiql (a page sending the key typed into it; schema docs need introspection, so test keys). */
+  GRAPHQL_GRAPHIQL: bool.default(true),
 }).superRefine((config, ctx) => {
   if (config.PAYMENTS_LIVE_GATEWAY === 'sandbox' && !config.PAYMENTS_LIVE_SANDBOX) {
     ctx.addIssue({
