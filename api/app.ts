@@ -22,7 +22,7 @@ import { binaryMediaTypes } from './http/route.ts';
 import { ERROR_CODES } from './http/error-codes.ts';
 import { errorHandler, sendProblem } from './http/problems.ts';
 import { routeDispatcher } from './http/route.ts';
-import { docsCsp, setSecurityHeaders } from './http/security-headers.ts';
+import { inlinePageCsp, setSecurityHeaders } from './http/security-headers.ts';
 import { sendDocument } from './http/send.ts';
 import { buildOpenApi, type ExtraRoute } from './openapi.ts';
 import { signedDownloadDoc } from './v3/analytics/signed-download.ts';
@@ -258,7 +258,7 @@ function mountDocs(app: express.Express): void {
   const swaggerDir = dirname(require.resolve('swagger-ui-dist/package.json'));
   app.use('/docs/assets', express.static(swaggerDir, { index: false, maxAge: '1h' }));
   const script = "window.ui = SwaggerUIBundle({ url: '/v3/openapi.json', dom_id: '#docs', deepLinking: true, validatorUrl: null });";
-  const csp = docsCsp(script);
+  const csp = inlinePageCsp([script], { scriptsFromSelf: true });
   const page = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Business Platform API v3</title>
 <link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>

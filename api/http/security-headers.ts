@@ -4,7 +4,7 @@ import type { Request, Response } from 'express';
 /**
  * Security headers on every response (what `helmet` sets by default, written directly: nine
  * constant headers do not need a dependency, and this runs on the hot path). The API serves only
- * JSON and XML, so its Content-Security-Policy allows nothing at all; /docs gets its own (docsCsp).
+ * JSON and XML, so its Content-Security-Policy allows nothing at all; /docs and /graphiql get their own (inlinePageCsp).
  */
 const HEADERS: [string, string][] = [
   ['Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"],
@@ -27,15 +27,17 @@ export function setSecurityHeaders(req: Request, res: Response): void {
 }
 
 /**
- * The policy of the /docs page: swagger-ui's script and stylesheet from /docs/assets, its one
- * inline script by hash, inline styles (swagger-ui sets them), images and fonts from itself or
- * data: URIs, and fetches to this origin only (the OpenAPI document, "Try it out").
+ * The policy of a page the API renders with inline scripts (/docs, /graphiql): those scripts by
+ * hash and, with `scriptsFromSelf`, scripts from this origin (swagger-ui's bundle under /docs/assets);
+ * with `blobWorkers`, workers started from blob: URLs (GraphiQL's editor); inline styles (both set
+ * them), images and fonts from itself or data: URIs, and fetches to this origin only.
  */
-export function docsCsp(inlineScript: string): string {
-  const hash = createHash('sha256').update(inlineScript).digest('base64');
+export function inlinePageCsp(inlineScripts: readonly string[], opts: { scriptsFromSelf?: boolean; blobWorkers?: boolean } = {}): string {
+  const hashes = inlineScripts.map((script) => `'sha256-${createHash('sha256').update(script).digest('base64')}'`);
   return [
     "default-src 'none'",
-    `script-src 'self' 'sha256-${hash}'`,
+    `script-src ${[...(opts.scriptsFromSelf ? ["'self'"] : []), ...hashes].join(' ')}`,
+    ...(opts.blobWorkers ? ['worker-src blob:'] : []),
     "style-src 'self' 'unsafe-inline'",
     "img-src 'self' data:",
     "font-src 'self' data:",

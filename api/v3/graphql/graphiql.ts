@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import type { Router } from 'express';
 import type { AppDeps } from '../../http/deps.ts';
+import { inlinePageCsp } from '../../http/security-headers.ts';
 
 /** Where GraphiQL is served (outside /v3: a page needs no key; the queries it sends do). */
 export const GRAPHIQL_PATH = '/graphiql';
@@ -48,20 +48,7 @@ async function render(): Promise<{ html: string; csp: string }> {
     subscriptionsProtocol: 'SSE',
     credentials: 'omit',
   });
-  // Only the page's own inline scripts run (by hash); its editor workers come from blob: URLs.
-  const hashes = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)]
-    .map(([, script]) => `'sha256-${createHash('sha256').update(script!).digest('base64')}'`);
-  const csp = [
-    "default-src 'none'",
-    `script-src ${hashes.join(' ')}`,
-    "worker-src blob:",
-    "style-src 'self' 'unsafe-inline'",
-    "img-src 'self' data:",
-    "font-src 'self' data:",
-    "connect-src 'self'",
-    "frame-ancestors 'none'",
-    "base-uri 'none'",
-    "form-action 'none'",
-  ].join('; ');
-  return { html, csp };
+  // Only the page's own inline script runs (by hash); its editor workers come from blob: URLs.
+  const scripts = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map(([, script]) => script!);
+  return { html, csp: inlinePageCsp(scripts, { blobWorkers: true }) };
 }
