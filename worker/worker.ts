@@ -123,6 +123,12 @@ export interface WorkerOptions {
   startPolling?: Promise<unknown>;
   /** The areas whose task queues this process polls; default: every area with workflows or activities. */
   areas?: readonly string[];
+  /**
+   * How long a shutdown lets activities in flight finish (grace), then how long it waits for those
+   * that ignore their cancellation (force); default 10 s and 30 s. Tests shorten both: what a file's
+   * worker leaves unfinished goes with the file's database.
+   */
+  shutdownTimes?: { graceMs: number; forceMs: number };
 }
 
 export interface RunningWorkers {
@@ -172,11 +178,11 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
         activities,
         interceptors: { activity: [...ACTIVITY_INTERCEPTORS] },
         sinks: { exporter: workflowSpans },
-        shutdownGraceTime: '10s',
+        shutdownGraceTime: opts.shutdownTimes?.graceMs ?? '10s',
         // An activity that ignores its cancellation (one blocked on a call without a deadline) must
         // not hold a shutdown for ever: past this the worker stops anyway and the activity is retried
         // elsewhere after its timeout.
-        shutdownForceTime: '30s',
+        shutdownForceTime: opts.shutdownTimes?.forceMs ?? '30s',
         stickyQueueScheduleToStartTimeout: config.TEMPORAL_STICKY_QUEUE_TIMEOUT_MS,
         maxCachedWorkflows: config.TEMPORAL_MAX_CACHED_WORKFLOWS,
         maxConcurrentWorkflowTaskExecutions: Math.min(40, config.TEMPORAL_MAX_CACHED_WORKFLOWS),

@@ -91,6 +91,9 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
     workers = await startWorkers({
       address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueuePrefix, orm, logger,
       bundle: { codePath: inject('bundlePath') }, config, services: { paymentGateways, ...opts.workerServices },
+      // An activity still running when the file ends (a consumer's workflow the file did not wait
+      // for) is cut short instead of holding the file for the production 10 s + 30 s.
+      shutdownTimes: { graceMs: 1000, forceMs: 2000 },
     });
   }
   const rateLimitClock: RateLimitClock = { offsetMs: 0 };
