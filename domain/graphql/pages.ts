@@ -1,4 +1,6 @@
 import { validationFailed } from '../../platform/errors.ts';
+import type { Permission } from '../permissions.ts';
+import { requirePermission, type GraphQLContext } from './context.ts';
 
 /**
  * Page sizes. A root list pages like REST (`first` 1–100, default 20, `after` the previous page's
@@ -61,4 +63,23 @@ export function connectionOf<T extends { id: string }>(rows: T[], limit: number)
       endCursor: page.at(-1) ? encode(page.at(-1)!.id) : null,
     },
   };
+}
+
+/**
+ * A nested connection (a customer's orders, an order's shipments): with the permission the REST route
+ * needs, the parent's newest `first` records (optionally of some statuses), read for every parent in
+ * the query by one per-request batch loader — one statement per relation, whatever the parents.
+ */
+export async function newestOfParent<V extends { id: string }, S = never>(ctx: GraphQLContext, parentId: string, opts: {
+  permission: Permission;
+  loader: string;
+  args: ConnectionArgs & { status?: readonly S[] | null };
+  parentOf: (row: V) => string | null;
+  read: (parentIds: readonly string[], limit: number, status: readonly S[] | undefined) => Promise<V[]>;
+}) {
+  requirePermission(ctx, opts.permission);
+  const first = nestedFirst(opts.args);
+  const status = opts.args.status ?? undefined;
+  const rows = await ctx.loaders.byParent(opts.loader, { first, status }, opts.parentOf, (ids) => opts.read(ids, first + 1, status)).load(parentId);
+  return connectionOf(rows, first);
 }

@@ -8,7 +8,7 @@ import { requirePermission, type GraphQLContext } from '../context.ts';
 import { enumFrom } from '../enums.ts';
 import { inputTypeFrom, objectTypeFrom } from '../from-zod.ts';
 import { validInput } from '../input.ts';
-import { connectionOf, nestedFirst, rootPage } from '../pages.ts';
+import { connectionOf, rootPage, newestOfParent } from '../pages.ts';
 import { CustomerRef, customerLoader } from './customers.ts';
 
 export const SubscriptionRef = objectTypeFrom<SubscriptionView>('Subscription', subscriptionSchema, 'A subscription (billing:read).');
@@ -44,28 +44,20 @@ builder.objectField(CustomerRef, 'subscriptions', (t) => t.connection({
   type: SubscriptionRef, nullable: true,
   description: 'The customer\'s newest subscriptions (billing:read).',
   args: { status: t.arg({ type: [SubscriptionStatus] }) },
-  resolve: async (customer, args, ctx) => {
-    requirePermission(ctx, 'billing:read');
-    const first = nestedFirst(args);
-    const status = args.status ?? undefined;
-    const rows = await ctx.loaders.byParent('subscriptions-of-customers', { first, status }, (s: SubscriptionView) => s.customer_id,
-      (ids) => subscriptionsOfCustomers(ctx.em, ids, first + 1, status)).load(customer.id);
-    return connectionOf(rows, first);
-  },
+  resolve: (customer, args, ctx) => newestOfParent(ctx, customer.id, {
+    permission: 'billing:read', loader: 'subscriptions-of-customers', args, parentOf: (s: SubscriptionView) => s.customer_id,
+    read: (ids, limit, status) => subscriptionsOfCustomers(ctx.em, ids, limit, status),
+  }),
 }));
 
 builder.objectField(CustomerRef, 'invoices', (t) => t.connection({
   type: InvoiceRef, nullable: true,
   description: 'The customer\'s newest invoices (billing:read); `status: [open]` for the open ones.',
   args: { status: t.arg({ type: [InvoiceStatus] }) },
-  resolve: async (customer, args, ctx) => {
-    requirePermission(ctx, 'billing:read');
-    const first = nestedFirst(args);
-    const status = args.status ?? undefined;
-    const rows = await ctx.loaders.byParent('invoices-of-customers', { first, status }, (i: InvoiceView) => i.customer_id,
-      (ids) => invoicesOfCustomers(ctx.em, ids, first + 1, status)).load(customer.id);
-    return connectionOf(rows, first);
-  },
+  resolve: (customer, args, ctx) => newestOfParent(ctx, customer.id, {
+    permission: 'billing:read', loader: 'invoices-of-customers', args, parentOf: (i: InvoiceView) => i.customer_id,
+    read: (ids, limit, status) => invoicesOfCustomers(ctx.em, ids, limit, status),
+  }),
 }));
 
 for (const ref of [SubscriptionRef, InvoiceRef] as const) {

@@ -8,7 +8,7 @@ import { requirePermission, type GraphQLContext } from '../context.ts';
 import { enumFrom } from '../enums.ts';
 import { inputTypeFrom, objectTypeFrom } from '../from-zod.ts';
 import { validInput } from '../input.ts';
-import { connectionOf, nestedFirst, rootPage } from '../pages.ts';
+import { connectionOf, rootPage, newestOfParent } from '../pages.ts';
 import { CustomerRef, customerLoader } from './customers.ts';
 
 export const OrderRef = objectTypeFrom<OrderView>('Order', orderSchema, 'An order (commerce:read); amounts in minor units, line items as JSON.');
@@ -46,14 +46,10 @@ builder.objectField(CustomerRef, 'orders', (t) => t.connection({
   type: OrderRef, nullable: true,
   description: 'The customer\'s newest orders (commerce:read).',
   args: { status: t.arg({ type: [OrderStatus] }) },
-  resolve: async (customer, args, ctx) => {
-    requirePermission(ctx, 'commerce:read');
-    const first = nestedFirst(args);
-    const status = args.status ?? undefined;
-    const rows = await ctx.loaders.byParent('orders-of-customers', { first, status }, (o: OrderView) => o.customer_id,
-      (ids) => ordersOfCustomers(ctx.em, ids, first + 1, status)).load(customer.id);
-    return connectionOf(rows, first);
-  },
+  resolve: (customer, args, ctx) => newestOfParent(ctx, customer.id, {
+    permission: 'commerce:read', loader: 'orders-of-customers', args, parentOf: (o: OrderView) => o.customer_id,
+    read: (ids, limit, status) => ordersOfCustomers(ctx.em, ids, limit, status),
+  }),
 }));
 
 builder.objectField(OrderRef, 'customer', (t) => t.field({

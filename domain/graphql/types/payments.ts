@@ -2,7 +2,7 @@ import { paymentSchema, paymentsOfCustomers, type PaymentView } from '../../paym
 import { builder } from '../builder.ts';
 import { requirePermission } from '../context.ts';
 import { objectTypeFrom } from '../from-zod.ts';
-import { connectionOf, nestedFirst } from '../pages.ts';
+import { newestOfParent } from '../pages.ts';
 import { CustomerRef, customerLoader } from './customers.ts';
 
 export const PaymentRef = objectTypeFrom<PaymentView>('Payment', paymentSchema, 'A payment (payments:read); card details are never exposed beyond REST\'s.');
@@ -10,13 +10,10 @@ export const PaymentRef = objectTypeFrom<PaymentView>('Payment', paymentSchema, 
 builder.objectField(CustomerRef, 'payments', (t) => t.connection({
   type: PaymentRef, nullable: true,
   description: 'The customer\'s newest payments (payments:read).',
-  resolve: async (customer, args, ctx) => {
-    requirePermission(ctx, 'payments:read');
-    const first = nestedFirst(args);
-    const rows = await ctx.loaders.byParent('payments-of-customers', { first }, (p: PaymentView) => p.customer_id,
-      (ids) => paymentsOfCustomers(ctx.em, ids, first + 1)).load(customer.id);
-    return connectionOf(rows, first);
-  },
+  resolve: (customer, args, ctx) => newestOfParent(ctx, customer.id, {
+    permission: 'payments:read', loader: 'payments-of-customers', args, parentOf: (p: PaymentView) => p.customer_id,
+    read: (ids, limit) => paymentsOfCustomers(ctx.em, ids, limit),
+  }),
 }));
 
 builder.objectField(PaymentRef, 'customer', (t) => t.field({

@@ -3,7 +3,7 @@ import { builder } from '../builder.ts';
 import { requirePermission } from '../context.ts';
 import { enumFrom } from '../enums.ts';
 import { objectTypeFrom } from '../from-zod.ts';
-import { connectionOf, nestedFirst, rootPage } from '../pages.ts';
+import { connectionOf, rootPage, newestOfParent } from '../pages.ts';
 import { OrderRef, orderLoader } from './commerce.ts';
 
 export const ShipmentRef = objectTypeFrom<ShipmentView>('Shipment', shipmentSchema, 'A shipment (shipping:read).');
@@ -25,13 +25,10 @@ builder.queryField('shipments', (t) => t.connection({
 builder.objectField(OrderRef, 'shipments', (t) => t.connection({
   type: ShipmentRef, nullable: true,
   description: 'The order\'s newest shipments (shipping:read).',
-  resolve: async (order, args, ctx) => {
-    requirePermission(ctx, 'shipping:read');
-    const first = nestedFirst(args);
-    const rows = await ctx.loaders.byParent('shipments-of-orders', { first }, (s: ShipmentView) => s.order_id,
-      (ids) => shipmentsOfOrders(ctx.em, ids, first + 1)).load(order.id);
-    return connectionOf(rows, first);
-  },
+  resolve: (order, args, ctx) => newestOfParent(ctx, order.id, {
+    permission: 'shipping:read', loader: 'shipments-of-orders', args, parentOf: (s: ShipmentView) => s.order_id,
+    read: (ids, limit) => shipmentsOfOrders(ctx.em, ids, limit),
+  }),
 }));
 
 builder.objectField(ShipmentRef, 'order', (t) => t.field({
