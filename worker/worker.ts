@@ -15,6 +15,7 @@ import { closeSenderConnections } from '../domain/webhooks/sender.ts';
 import type { Config } from '../platform/config.ts';
 import { startEventDispatchTrigger } from './event-dispatch.ts';
 import { dispatchPendingEvents } from '../domain/events/dispatch.ts';
+import { dispatchDepsOf } from '../activities/platform/events.ts';
 import { activitiesOf, buildServices, customerMetrics, eventConsumers, workerAreas, workflowModules } from '../domain/registry.ts';
 import { activityRefusals } from './activity-refusals.ts';
 import { activityLogContext } from './log-context.ts';
@@ -199,10 +200,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
     workflowTaskTimeoutMs: config.EVENT_WORKFLOW_TASK_TIMEOUT_MS, logger: opts.logger,
     heartbeatTimeoutMs: dispatchClaimMs,
     passes: config.EVENT_DISPATCH_PASSES, batchSize: config.EVENT_DISPATCH_BATCH,
-    dispatch: (batchSize) => dispatchPendingEvents({
-      orm: deps.orm, temporal: client, taskQueue: deps.taskQueue, logger: opts.logger, consumers: eventConsumers, customerMetrics,
-      workflowTaskTimeoutMs: config.EVENT_WORKFLOW_TASK_TIMEOUT_MS, services: deps, claimMs: dispatchClaimMs,
-    }, batchSize),
+    dispatch: (batchSize) => dispatchPendingEvents(dispatchDepsOf(deps, { claimMs: dispatchClaimMs }), batchSize),
   });
   opts.logger.info('workers polling', { queues });
   let stopping: Promise<void> | null = null;

@@ -80,11 +80,15 @@ async function startInfra(): Promise<Infra> {
   const orm = await createOrm({ url: withDatabase(adminDbUrl, templateDb), poolMax: 2, statementTimeoutMs: 0 });
   await migrate(orm);
   await orm.close(true);
+  // A server we were given keeps no test databases; a throwaway one is deleted whole.
+  const dropTestDbs = Boolean(process.env.TEST_DATABASE_URL);
   stops.push(async () => {
-    // The files' databases a shared server still holds: dropped while their files ended (not
-    // awaited by them), or left by a file that failed before its end.
-    const { rows } = await admin.query<{ datname: string }>('select datname from pg_database where starts_with(datname, $1)', [testDbPrefix]);
-    for (const { datname } of rows) await admin.query(`drop database if exists ${datname} with (force)`);
+    if (dropTestDbs) {
+      // What a given server still holds: databases dropped while their files ended (not awaited by
+      // them), or left by a file that failed before its end.
+      const { rows } = await admin.query<{ datname: string }>('select datname from pg_database where starts_with(datname, $1)', [testDbPrefix]);
+      for (const { datname } of rows) await admin.query(`drop database if exists ${datname} with (force)`);
+    }
     await admin.query(`drop database if exists ${templateDb} with (force)`);
     await admin.end();
   });
@@ -99,7 +103,7 @@ async function startInfra(): Promise<Infra> {
   await bundled;
 
   return {
-    provided: { adminDbUrl, templateDb, temporalAddress, bundlePath, testDbPrefix, dropTestDbs: Boolean(process.env.TEST_DATABASE_URL) },
+    provided: { adminDbUrl, templateDb, temporalAddress, bundlePath, testDbPrefix, dropTestDbs },
     async teardown() {
       for (const stop of stops.reverse()) await stop().catch((err: unknown) => console.error('teardown:', err));
       rmSync(work, { recursive: true, force: true });
