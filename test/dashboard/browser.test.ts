@@ -133,8 +133,14 @@ describe('the dashboard in a browser', () => {
   it('moves between pages with the keyboard, focus following to each page and always visible', async () => {
     const page = await signedIn(await newUser(platform, 'developer'));
     const focused = () => page.evaluate('document.activeElement?.textContent');
+    // The page's heading takes the focus once the page has rendered (an effect): wait for the
+    // heading itself, not only its text (the nav link pressed has the same text).
+    const headingFocused = async (title: string) => {
+      await page.waitForFunction("document.activeElement?.id === 'page-title'", undefined, { timeout: 5_000 });
+      expect(await focused()).toBe(title);
+    };
     // A new page puts the focus on its heading; Tab goes on to the page's first control.
-    expect(await focused()).toBe('API keys');
+    await headingFocused('API keys');
     await page.keyboard.press('Tab');
     expect(await focused()).toBe('Create key');
     expect(await page.getByRole('link', { name: 'Skip to content' }).getAttribute('href')).toBe('#main');
@@ -143,7 +149,7 @@ describe('the dashboard in a browser', () => {
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Events', level: 1 }).waitFor();
     expect(new URL(page.url()).pathname).toBe('/dashboard/events');
-    expect(await focused()).toBe('Events');
+    await headingFocused('Events');
     expect(await page.getByRole('link', { name: 'Events' }).getAttribute('aria-current')).toBe('page');
     await page.keyboard.press('Tab');
     const outline = await page.evaluate('getComputedStyle(document.activeElement).outlineStyle');
