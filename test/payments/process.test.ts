@@ -4,7 +4,7 @@ import { installationSecret } from '../../db/installation-settings.ts';
 import { nativePool } from '../../db/pool.ts';
 import { addBusinessDays, SANDBOX_TEST_CARDS } from '../../domain/payments/gateways/sandbox.ts';
 import type { TestPlatform } from '../support/platform.ts';
-import { captureOutput, cardBody, findCardData, waitForPayment } from './support.ts';
+import { activitySteps, captureOutput, cardBody, findCardData, waitForPayment } from './support.ts';
 import { usePlatform, type Http } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
@@ -51,6 +51,9 @@ describe('POST /v3/payments/process with the sandbox gateway', () => {
     await handle.result();
     const desc = await handle.describe();
     expect(desc.searchAttributes).toMatchObject({ BpResourceId: [p.id], BpMode: ['test'], BpStatus: ['succeeded'] });
+    // The payment is recorded by a local activity inside the first workflow task; the charge, which
+    // may take a while and heartbeats, is an activity of its own.
+    expect(activitySteps(await handle.fetchHistory())).toEqual([['recordPayment', 'local'], ['chargePayment', 'activity']]);
   });
 
   it.each([

@@ -1,13 +1,16 @@
 /**
- * Records subscription workflow histories for the replay test (test/billing/replay.test.ts).
- * Run the billing tests against a Temporal server first, then, against the same server:
+ * Records workflow histories for the replay tests (test/<area>/replay.test.ts): the subscription
+ * workflow's for billing, the payment workflow's for payments. Run that area's tests against a
+ * Temporal server first, then, against the same server:
  *
- *   scripts/node24.sh node scripts/record-billing-histories.ts [--address 127.0.0.1:7299] [--limit 6]
+ *   scripts/node24.sh node scripts/record-histories.ts [--area billing|payments] [--address 127.0.0.1:7299]
+ *        [--limit 6] [--query '<visibility query>']
  *
- * It picks the most recent subscription workflows (closed ones first, for whole lives; every run
- * of a continued-as-new subscription is its own history) and writes each as
- * test/billing/histories/<workflow id>-<run id prefix>.json.
- * Keep a mix: a long life with continue-as-new, dunning, a pause during collection.
+ * It picks the most recent closed workflows of the area's type (every run of a continued-as-new
+ * subscription is its own history) and writes each as test/<area>/histories/<workflow id>-<run id prefix>.json.
+ * Keep a mix: for billing a long life with continue-as-new, dunning, a pause during collection; for
+ * payments a plain charge, a decline, a split paid and a split reversed — recorded before a change
+ * to the workflow, so the test proves the histories of running workflows still replay after it.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -23,8 +26,11 @@ const opt = (name: string, fallback: string) => {
 };
 const address = opt('address', process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7299');
 const limit = Number(opt('limit', '6'));
-const query = opt('query', `WorkflowType = 'subscriptionWorkflow' AND ExecutionStatus != 'Running'`);
-const out = fileURLToPath(new URL('../test/billing/histories/', import.meta.url));
+const WORKFLOW_TYPES: Record<string, string> = { billing: 'subscriptionWorkflow', payments: 'paymentWorkflow' };
+const area = opt('area', 'billing');
+if (!WORKFLOW_TYPES[area]) throw new Error(`--area must be one of: ${Object.keys(WORKFLOW_TYPES).join(', ')}`);
+const query = opt('query', `WorkflowType = '${WORKFLOW_TYPES[area]}' AND ExecutionStatus != 'Running'`);
+const out = fileURLToPath(new URL(`../test/${area}/histories/`, import.meta.url));
 
 const connection = await Connection.connect({ address });
 const client = new Client({ connection, namespace: opt('namespace', process.env.TEMPORAL_NAMESPACE ?? 'default') });
