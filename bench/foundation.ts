@@ -1,10 +1,6 @@
-import { autocannonRun, percentile, spawnServer, stopServer, type LoadResult, type Scenario } from './harness.ts';
+import { autocannonRun, median, spawnServer, stopServer, type LoadResult, type Scenario } from './harness.ts';
 
 const ROUNDS = 3;
-
-function median(values: number[]): number {
-  return percentile([...values].sort((a, b) => a - b), 50);
-}
 
 /**
  * GET /v3/customers/{id} through the full pipeline (auth, rate limits in PostgreSQL, request log,

@@ -208,6 +208,11 @@ export function percentile(sorted: number[], p: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : 0;
 }
 
+/** The median of unsorted values (of alternating rounds: a slower stretch of the machine weighs on both sides alike). */
+export function median(values: number[]): number {
+  return percentile([...values].sort((a, b) => a - b), 50);
+}
+
 export async function autocannonRun(opts: autocannon.Options): Promise<LoadResult> {
   const result = await autocannon({ duration: 10, connections: 50, ...opts });
   return {

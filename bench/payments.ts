@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { autocannonRun, percentile, type Scenario } from './harness.ts';
+import { autocannonRun, median, percentile, type LoadResult, type Scenario } from './harness.ts';
 
 const CLIENTS = 10;
-const DURATION_S = 10;
+const ROUNDS = 3;
+const ROUND_S = 5;
+
+type Round = { payments: LoadResult; subscriptions: LoadResult; empty: Awaited<ReturnType<typeof emptyWorkflows>> };
 
 /** `clients` loops starting and awaiting an empty workflow for `seconds`: the bare Temporal figure. */
 async function emptyWorkflows(client: Client, taskQueue: string, clients: number, seconds: number) {
@@ -22,41 +25,70 @@ async function emptyWorkflows(client: Client, taskQueue: string, clients: number
 
 /**
  * Payments per second end to end — HTTP → update-with-start → payment workflow (record, charge on
- * the sandbox gateway, settle with its event) → response — at 10 concurrent clients, next to the
- * bare Temporal figure in the same run: 10 clients starting and completing an empty workflow.
+ * the sandbox gateway, settle with its event) → response — and subscriptions created per second
+ * (HTTP → tokenize → update-with-start → the subscription workflow's first write → response), each
+ * at 10 concurrent clients, next to the bare Temporal figure in the same run: 10 clients starting
+ * and completing an empty workflow.
  */
 export const scenario: Scenario = {
-  name: 'payments: POST /v3/payments/process end to end vs an empty Temporal workflow',
+  name: 'payments: POST /v3/payments/process and POST /v3/subscriptions end to end vs an empty Temporal workflow',
   async run(platform) {
     const key = await platform.newKey();
-    const body = JSON.stringify({
-      amount: 1999, currency: 'USD', description: 'bench',
-      payment_method: { type: 'card', card: { number: '4242424242424242', exp_month: 12, exp_year: new Date().getUTCFullYear() + 3, cvc: '123' } },
-    });
-    const request = {
-      url: `${platform.url}/v3/payments/process`, method: 'POST' as const, body, connections: CLIENTS,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const card = { type: 'card', card: { number: '4242424242424242', exp_month: 12, exp_year: new Date().getUTCFullYear() + 3, cvc: '123' } };
+    const post = async (path: string, body: unknown) => {
+      const res = await fetch(platform.url + path, { method: 'POST', headers, body: JSON.stringify(body) });
+      if (res.status >= 300) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+      return (await res.json()) as { id: string };
     };
-    await autocannonRun({ ...request, duration: 3 }); // warm-up
-    const payments = await autocannonRun({ ...request, duration: DURATION_S });
+    const load = (path: string, body: unknown) => ({
+      url: `${platform.url}${path}`, method: 'POST' as const, body: JSON.stringify(body), connections: CLIENTS, headers,
+    });
+
+    const paying = load('/v3/payments/process', { amount: 1999, currency: 'USD', description: 'bench', payment_method: card });
+    // Monthly subscriptions of one customer to one plan (each request a new subscription).
+    const customer = await post('/v3/customers', { email: 'bench@example.com', name: 'Bench' });
+    const plan = await post('/v3/plans', { name: 'Bench', currency: 'USD', interval: 'monthly', amount: 1500 });
+    const subscribing = load('/v3/subscriptions', { customer_id: customer.id, plan_id: plan.id, payment_method: card });
 
     const connection = await Connection.connect({ address: platform.temporalAddress });
     try {
       const client = new Client({ connection });
       const taskQueue = `${platform.taskQueuePrefix}payments`;
-      await emptyWorkflows(client, taskQueue, CLIENTS, 2); // warm-up
-      const empty = await emptyWorkflows(client, taskQueue, CLIENTS, DURATION_S);
+      // Warm-up, then alternating rounds (the ratios are the medians of each round's own ratio).
+      await autocannonRun({ ...paying, duration: 2 });
+      await autocannonRun({ ...subscribing, duration: 2 });
+      await emptyWorkflows(client, taskQueue, CLIENTS, 2);
+      const rounds: Round[] = [];
+      for (let i = 0; i < ROUNDS; i++) {
+        rounds.push({
+          payments: await autocannonRun({ ...paying, duration: ROUND_S }),
+          subscriptions: await autocannonRun({ ...subscribing, duration: ROUND_S }),
+          empty: await emptyWorkflows(client, taskQueue, CLIENTS, ROUND_S),
+        });
+      }
       const [charged] = await platform.sql<{ n: string }>(`select count(*) as n from payments where status = 'succeeded'`);
+      const of = (pick: (r: Round) => number) => median(rounds.map(pick));
+      const ratios = (pick: (r: Round) => number) => rounds.map((r) => Math.round((pick(r) / r.empty.perSec) * 100) / 100);
       return {
         clients: CLIENTS,
-        payments_per_sec: payments.requestsPerSec,
-        payments_p50_ms: payments.p50,
-        payments_p99_ms: payments.p99,
-        payments_non2xx: payments.non2xx + payments.errors,
+        rounds: ROUNDS,
+        payments_per_sec: of((r) => r.payments.requestsPerSec),
+        payments_p50_ms: of((r) => r.payments.p50),
+        payments_p99_ms: of((r) => r.payments.p99),
+        payments_non2xx: rounds.reduce((n, r) => n + r.payments.non2xx + r.payments.errors, 0),
         payments_succeeded_total: Number(charged?.n ?? 0),
-        empty_workflows_per_sec: empty.perSec,
-        empty_workflow_p50_ms: empty.p50,
-        empty_workflow_p99_ms: empty.p99,
+        ratio: median(ratios((r) => r.payments.requestsPerSec)),
+        ratios: ratios((r) => r.payments.requestsPerSec).join(' '),
+        subscriptions_per_sec: of((r) => r.subscriptions.requestsPerSec),
+        subscriptions_p50_ms: of((r) => r.subscriptions.p50),
+        subscriptions_p99_ms: of((r) => r.subscriptions.p99),
+        subscriptions_non2xx: rounds.reduce((n, r) => n + r.subscriptions.non2xx + r.subscriptions.errors, 0),
+        subscriptions_ratio: median(ratios((r) => r.subscriptions.requestsPerSec)),
+        subscriptions_ratios: ratios((r) => r.subscriptions.requestsPerSec).join(' '),
+        empty_workflows_per_sec: of((r) => r.empty.perSec),
+        empty_workflow_p50_ms: of((r) => r.empty.p50),
+        empty_workflow_p99_ms: of((r) => r.empty.p99),
       };
     } finally {
       await connection.close();

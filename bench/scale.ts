@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { scheduleIds } from '../worker/schedules.ts';
 import { openBenchShop, stockCheck } from './commerce.ts';
 import {
-  autocannonRun, BENCH_ENV, createBenchDatabase, peakRssMbOf, percentile, spawnProcess, stopServer,
+  autocannonRun, BENCH_ENV, createBenchDatabase, median, peakRssMbOf, spawnProcess, stopServer,
   type BenchDatabase, type Infra, type LoadResult, type StandaloneScenario,
 } from './harness.ts';
 
@@ -211,10 +211,6 @@ async function stockHolds(d: Deployment) {
     stock: SCARCE_UNITS, attempts: load.total, answered_201: load.total - load.non2xx - load.errors, sold, reserved: check.reserved,
     consistent: check.bad === 0 && check.rows === 1 && sold <= SCARCE_UNITS && check.reserved === sold,
   };
-}
-
-function median(values: number[]): number {
-  return percentile([...values].sort((a, b) => a - b), 50);
 }
 
 /**

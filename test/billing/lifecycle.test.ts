@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TestPlatform } from '../support/platform.ts';
 import { advance, card, invoices, newClock, newCustomer, newPlan, subscription, type Http } from './support.ts';
 import { usePlatform } from '../support/use-platform.ts';
+import { activitySteps } from '../support/histories.ts';
 
 let platform: TestPlatform;
 let http: Http;
@@ -97,9 +98,15 @@ describe('a monthly subscription on a test clock', () => {
     const desc = await handle.describe();
     expect(desc.status.name).toBe('COMPLETED');
     const runs = [];
-    for await (const wf of platform.temporal.client.workflow.list({ query: `WorkflowId = 'subscription-${sub.id}'` })) runs.push(wf.runId);
+    for await (const wf of platform.temporal.client.workflow.list({ query: `WorkflowId = 'subscription-${sub.id}'` })) runs.push(wf);
     expect(runs.length).toBeGreaterThanOrEqual(3);
     expect((await handle.fetchHistory()).events!.length).toBeLessThan(400);
+    // The first run wrote the new subscription with a local activity, inside its first task; a
+    // continued run reads the row back (an activity) before anything else.
+    const [first, second] = runs.sort((a, b) => a.startTime.getTime() - b.startTime.getTime());
+    const stepsOf = async (runId: string) => activitySteps(await platform.temporal.client.workflow.getHandle(`subscription-${sub.id}`, runId).fetchHistory());
+    expect((await stepsOf(first!.runId))[0]).toEqual(['saveSubscription', 'local']);
+    expect((await stepsOf(second!.runId))[0]).toEqual(['getSubscriptionView', 'activity']);
 
     // Paid invoices count toward the customer's lifetime value.
     const journey = await http(`/v3/customers/${customer}/journey`, { key });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { recordedHistories, replayHistories } from '../support/replay.ts';
+import { recordedHistories, replayHistories } from '../support/histories.ts';
 
 const files = recordedHistories(new URL('./histories/', import.meta.url));
 

@@ -4,7 +4,8 @@ import { installationSecret } from '../../db/installation-settings.ts';
 import { nativePool } from '../../db/pool.ts';
 import { addBusinessDays, SANDBOX_TEST_CARDS } from '../../domain/payments/gateways/sandbox.ts';
 import type { TestPlatform } from '../support/platform.ts';
-import { activitySteps, captureOutput, cardBody, findCardData, waitForPayment } from './support.ts';
+import { captureOutput, cardBody, findCardData, waitForPayment } from './support.ts';
+import { activitySteps } from '../support/histories.ts';
 import { usePlatform, type Http } from '../support/use-platform.ts';
 
 let platform: TestPlatform;

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import proto from '@temporalio/proto';
-import { recordedHistories, replayHistories } from '../support/replay.ts';
-import { activitySteps } from './support.ts';
+import { activitySteps, recordedHistories, replayHistories } from '../support/histories.ts';
 
 const { History } = proto.temporal.api.history.v1;
 const files = recordedHistories(new URL('./histories/', import.meta.url));

@@ -82,20 +82,3 @@ function textOf(value: unknown, out: string[] = [], seen = new Set<unknown>()): 
   }
   return out.join('\n');
 }
-
-type History = Awaited<ReturnType<ReturnType<TestPlatform['temporal']['client']['workflow']['getHandle']>['fetchHistory']>>;
-
-/**
- * The activities a workflow's history shows, in order: `activity` for one scheduled on the server,
- * `local` for a local activity (a marker whose data names the activity type).
- */
-export function activitySteps(history: History): [string, 'activity' | 'local'][] {
-  return (history.events ?? []).flatMap((e): [string, 'activity' | 'local'][] => {
-    const scheduled = e.activityTaskScheduledEventAttributes?.activityType?.name;
-    if (scheduled) return [[scheduled, 'activity']];
-    const marker = e.markerRecordedEventAttributes;
-    if (marker?.markerName !== 'core_local_activity') return [];
-    const data = JSON.parse(Buffer.from(marker.details!.data!.payloads![0]!.data!).toString()) as { activity_type: string };
-    return [[data.activity_type, 'local']];
-  });
-}

@@ -25,3 +25,18 @@ export async function replayHistories(recorded: { name: string; text: string }[]
   }
   return { failures, replayed };
 }
+
+/**
+ * The activities a workflow's history shows, in order: `activity` for one scheduled on the server,
+ * `local` for a local activity (a marker whose data names the activity type).
+ */
+export function activitySteps(history: proto.temporal.api.history.v1.IHistory): [string, 'activity' | 'local'][] {
+  return (history.events ?? []).flatMap((e): [string, 'activity' | 'local'][] => {
+    const scheduled = e.activityTaskScheduledEventAttributes?.activityType?.name;
+    if (scheduled) return [[scheduled, 'activity']];
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_local_activity') return [];
+    const data = JSON.parse(Buffer.from(marker.details!.data!.payloads![0]!.data!).toString()) as { activity_type: string };
+    return [[data.activity_type, 'local']];
+  });
+}
