@@ -3,6 +3,7 @@ import { draftOrder, writeOrder } from '../../domain/commerce/orders.ts';
 import { scopedEm } from '../../domain/scope.ts';
 import type { TestPlatform } from '../support/platform.ts';
 import type { Http } from '../support/use-platform.ts';
+import { activitySteps } from '../support/histories.ts';
 import { eventually, openShop, orderBody, stockOf, stockedProduct, useShopPlatform, type Shop } from './support.ts';
 
 let platform: TestPlatform;
@@ -106,7 +107,11 @@ describe('order lifecycle through the workflow', () => {
     expect(res.body).toMatchObject({ status: 'fulfilled', fulfillment: { status: 'fulfilled', tracking_number: '1Z999', carrier: 'ups' } });
     expect(await stockOf(platform, key, 'ORD-SHIP')).toEqual({ quantity: 1, reserved: 0 });
     expect((await http(`/v3/orders/${order.id}/cancel`, { key, body: {} })).status).toBe(409);
-    expect(await platform.temporal.client.workflow.getHandle(order.workflow_id).result()).toMatchObject({ status: 'fulfilled' });
+    const handle = platform.temporal.client.workflow.getHandle(order.workflow_id);
+    expect(await handle.result()).toMatchObject({ status: 'fulfilled' });
+    // The order was written by a local activity inside the first workflow task; fulfilment, an update
+    // that comes later, runs as an activity of its own.
+    expect(activitySteps(await handle.fetchHistory())).toEqual([['createOrder', 'local'], ['fulfillOrder', 'activity']]);
   });
 
   it('records order.fulfillment.delayed once the (configurable) deadline passes, and can still be fulfilled', async () => {

@@ -1,4 +1,4 @@
-import { condition, executeChild, log, patched, proxyActivities, proxyLocalActivities, type ApplicationFailure } from '@temporalio/workflow';
+import { condition, executeChild, log, patched, proxyActivities, proxyLocalActivities, type ActivityOptions, type ApplicationFailure } from '@temporalio/workflow';
 import type { BillingActivities } from '../../activities/billing/index.ts';
 import type { CardOnFile, GatewayName } from '../../domain/payments/public.ts';
 import { REFUSALS, refuse } from '../kit/failures.ts';
@@ -20,7 +20,7 @@ import {
 const DB_STEPS = {
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
-} as const;
+} satisfies ActivityOptions;
 const db = proxyActivities<BillingActivities>(DB_STEPS);
 /**
  * A new subscription's first write (the row and `subscription.created`) runs as a local activity,

@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, allHandlersFinished, condition, patched, proxyActivities, setHandler } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, allHandlersFinished, condition, patched, proxyActivities, proxyLocalActivities, setHandler, type ActivityOptions } from '@temporalio/workflow';
 import type { CommerceActivities } from '../../activities/commerce/index.ts';
 import type { OrderView } from '../../domain/commerce/orders.ts';
 import { REFUSALS, REFUSAL_TYPES, refuse } from '../kit/failures.ts';
@@ -14,10 +14,21 @@ import { recordStatus } from '../kit/search-attributes.ts';
  * otherwise, on purpose: what is retried is an outage, and giving up would leave the order (stock
  * reserved, updates waiting) with nobody to finish it; it resumes when the database is back.
  */
-const acts = proxyActivities<CommerceActivities>({
+const STEPS = {
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1s', maximumInterval: '30s', nonRetryableErrorTypes: [...REFUSAL_TYPES] },
-});
+} satisfies ActivityOptions;
+const acts = proxyActivities<CommerceActivities>(STEPS);
+/**
+ * The first step (reserve the stock, write the order) runs as a local activity, inside the first
+ * workflow task: the `orderCreated` update is answered when that task completes, not after an
+ * activity's round trip through the server and a second task (docs/benchmarks.md, target 4). The
+ * write is idempotent (a second run finds the order and returns it), so a worker lost mid-way only
+ * means the task times out and the next worker runs it again.
+ */
+const local = proxyLocalActivities<CommerceActivities>(STEPS);
+/** Histories from before the first step ran locally replay with the activity they scheduled. */
+const CREATE_LOCALLY = 'order-create-locally';
 
 /**
  * One order's life. The API starts it with the `orderCreated` update (update-with-start); its
@@ -95,7 +106,7 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
   });
 
   try {
-    created = await acts.createOrder(input);
+    created = patched(CREATE_LOCALLY) ? await local.createOrder(input) : await acts.createOrder(input);
   } catch (err) {
     // Only a refusal gets here (anything else is retried): nothing was written.
     const cause = err instanceof ActivityFailure ? err.cause : err;
