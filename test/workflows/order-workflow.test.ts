@@ -1,4 +1,4 @@
-import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
+import { Client, Connection, WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { randomBytes } from 'node:crypto';
@@ -60,11 +60,19 @@ function input(orderId: string, deadline: Date): OrderWorkflowInput {
   } as unknown as OrderWorkflowInput;
 }
 
-async function place(deadline: Date) {
+/** As the API starts an order: the workflow and its `orderCreated` update in one call (update-with-start). */
+async function start(deadline: Date) {
   const orderId = `ord_${randomBytes(6).toString('hex')}`;
-  const handle = await client.workflow.start('orderWorkflow', { taskQueue, workflowId: `order-${orderId}`, args: [input(orderId, deadline)] });
-  const created = await handle.executeUpdate(orderCreatedUpdate);
-  return { orderId, handle, created };
+  const operation = new WithStartWorkflowOperation('orderWorkflow', {
+    taskQueue, workflowId: `order-${orderId}`, args: [input(orderId, deadline)], workflowIdConflictPolicy: 'USE_EXISTING',
+  });
+  const created = client.workflow.executeUpdateWithStart(orderCreatedUpdate, { startWorkflowOperation: operation });
+  return { orderId, created, handle: () => operation.workflowHandle() };
+}
+
+async function place(deadline: Date) {
+  const { orderId, created, handle } = await start(deadline);
+  return { orderId, created: await created, handle: await handle() };
 }
 const callsFor = (orderId: string, name: string) =>
   calls.filter((c) => c.name === name && (c.args[0] as { orderId: string }).orderId === orderId);
@@ -73,11 +81,9 @@ describe('order workflow (stubbed activities)', () => {
   it('a refused creation fails the create update and the workflow, and runs nothing else', async () => {
     refuseCreate = true;
     try {
-      const orderId = `ord_${randomBytes(6).toString('hex')}`;
-      const handle = await client.workflow.start('orderWorkflow', {
-        taskQueue, workflowId: `order-${orderId}`, args: [input(orderId, new Date(Date.now() + 86_400_000))],
-      });
-      const err = await handle.executeUpdate(orderCreatedUpdate).catch((e: unknown) => e);
+      const { orderId, created, handle: started } = await start(new Date(Date.now() + 86_400_000));
+      const err = await created.catch((e: unknown) => e);
+      const handle = await started();
       expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
       const failure = (err as WorkflowUpdateFailedError).cause as ApplicationFailure;
       expect(failure.type).toBe('insufficient_stock');
