@@ -53,6 +53,12 @@ const schema = z.object({
   TEMPORAL_WORKFLOW_THREADS: positiveInt.max(16).default(1),
   /** Workers: workflows each area worker keeps in memory between their tasks (the SDK's default grows with the heap limit: ~2,400 here). */
   TEMPORAL_MAX_CACHED_WORKFLOWS: positiveInt.min(2).default(100),
+  /**
+   * Workers: how each area worker polls its queues. `autoscaling` (Temporal's recommendation, server
+   * 1.28+): the number of open polls follows the load the server reports, so a busy queue gets more
+   * and an idle one keeps one; `fixed`: the SDK's 10 workflow-task and 10 activity-task polls each.
+   */
+  TEMPORAL_POLLERS: z.enum(['autoscaling', 'fixed']).default('autoscaling'),
   /** Workers: a prebuilt workflow bundle to load; default: `workflow-bundle.js` of `npm run build` when there is one, else bundled from source at start. */
   WORKFLOW_BUNDLE_PATH: z.string().min(1).optional(),
   ADMIN_TOKEN: z.string().min(16, 'use at least 16 characters').optional(),

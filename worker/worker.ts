@@ -186,6 +186,9 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
         shutdownForceTime: opts.shutdownTimes?.forceMs ?? '30s',
         stickyQueueScheduleToStartTimeout: config.TEMPORAL_STICKY_QUEUE_TIMEOUT_MS,
         maxCachedWorkflows: config.TEMPORAL_MAX_CACHED_WORKFLOWS,
+        ...(config.TEMPORAL_POLLERS === 'autoscaling'
+          ? { workflowTaskPollerBehavior: { type: 'autoscaling' as const }, activityTaskPollerBehavior: { type: 'autoscaling' as const } }
+          : {}),
         maxConcurrentWorkflowTaskExecutions: Math.min(40, config.TEMPORAL_MAX_CACHED_WORKFLOWS),
       })),
   );

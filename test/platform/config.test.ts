@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from '../../platform/config.ts';
 describe('configuration from the environment', () => {
   it('has working defaults for every setting', () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({ PORT: 3000, TEMPORAL_UI_PORT: 8233, TEMPORAL_NAMESPACE: 'default', RATE_LIMIT_PER_MINUTE: 100, RATE_LIMIT_PER_MINUTE_PREMIUM: 5000, RATE_LIMIT_PER_DAY: 10000, RATE_LIMIT_CONCURRENCY: 10, WEBHOOK_ALLOW_PRIVATE_NETWORKS: false });
+    expect(config).toMatchObject({ PORT: 3000, TEMPORAL_UI_PORT: 8233, TEMPORAL_NAMESPACE: 'default', RATE_LIMIT_PER_MINUTE: 100, RATE_LIMIT_PER_MINUTE_PREMIUM: 5000, RATE_LIMIT_PER_DAY: 10000, RATE_LIMIT_CONCURRENCY: 10, WEBHOOK_ALLOW_PRIVATE_NETWORKS: false, TEMPORAL_POLLERS: 'autoscaling' });
     expect(config.DATABASE_URL).toBeUndefined();
     expect(config.ADMIN_TOKEN).toBeUndefined();
   });
@@ -12,15 +12,16 @@ describe('configuration from the environment', () => {
   it('names every bad variable at once, one line each', () => {
     let error: unknown;
     try {
-      loadConfig({ PORT: 'eighty', DATABASE_URL: 'mysql://x', TEMPORAL_ADDRESS: 'localhost', ADMIN_TOKEN: 'short', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'maybe' });
+      loadConfig({ PORT: 'eighty', DATABASE_URL: 'mysql://x', TEMPORAL_ADDRESS: 'localhost', ADMIN_TOKEN: 'short', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'maybe', TEMPORAL_POLLERS: 'many' });
     } catch (err) {
       error = err;
     }
     expect(error).toBeInstanceOf(ConfigError);
     const problems = (error as ConfigError).problems;
-    expect(problems.map((p) => p.split('=')[0]).sort()).toEqual(['ADMIN_TOKEN', 'DATABASE_URL', 'PORT', 'TEMPORAL_ADDRESS', 'WEBHOOK_ALLOW_PRIVATE_NETWORKS']);
+    expect(problems.map((p) => p.split('=')[0]).sort()).toEqual(['ADMIN_TOKEN', 'DATABASE_URL', 'PORT', 'TEMPORAL_ADDRESS', 'TEMPORAL_POLLERS', 'WEBHOOK_ALLOW_PRIVATE_NETWORKS']);
     expect(problems.find((p) => p.startsWith('TEMPORAL_ADDRESS'))).toContain('host:port');
-    expect((error as Error).message.split('\n')).toHaveLength(6);
+    expect(problems.find((p) => p.startsWith('TEMPORAL_POLLERS'))).toContain('autoscaling');
+    expect((error as Error).message.split('\n')).toHaveLength(7);
   });
 
   it('keeps live payments off the sandbox unless PAYMENTS_LIVE_SANDBOX=true, and wants a long CARD_FINGERPRINT_KEY', () => {
