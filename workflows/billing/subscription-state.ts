@@ -1,8 +1,9 @@
-import { condition, executeChild, log, patched, proxyActivities, proxyLocalActivities, type ActivityOptions, type ApplicationFailure } from '@temporalio/workflow';
+import { condition, executeChild, log, patched, type ApplicationFailure } from '@temporalio/workflow';
 import type { BillingActivities } from '../../activities/billing/index.ts';
 import type { CardOnFile, GatewayName } from '../../domain/payments/public.ts';
 import { REFUSALS, refuse } from '../kit/failures.ts';
 import { recordStatus } from '../kit/search-attributes.ts';
+import { stepsWithLocalFirstWrite } from '../kit/steps.ts';
 import { paymentWorkflowId, type PaymentView, type PaymentWorkflow } from '../payments/shared.ts';
 import {
   APPLIED_KEYS_KEPT, DAY_MS, TRANSITIONS, type AppliedChange, periodEndAt, prorate, type PlanSnapshot, type SubscriptionProgress, type SubscriptionSnapshot,
@@ -20,18 +21,13 @@ import {
 const DB_STEPS = {
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
-} satisfies ActivityOptions;
-const db = proxyActivities<BillingActivities>(DB_STEPS);
+};
 /**
- * A new subscription's first write (the row and `subscription.created`) runs as a local activity,
- * inside the first workflow task: POST /v3/subscriptions is answered when that task completes, not
- * after an activity's round trip through the server and a second task (docs/benchmarks.md, target
- * 2). The write is idempotent (versioned upsert; the event only with the row applied), so a worker
- * lost mid-way only means the task times out and the next worker writes it again.
+ * A new subscription's first write (the row and `subscription.created`, a versioned upsert) runs
+ * locally, in the first workflow task (workflows/kit/steps.ts): POST /v3/subscriptions is answered
+ * when that task completes.
  */
-const localDb = proxyLocalActivities<BillingActivities>(DB_STEPS);
-/** Histories from before the first write ran locally replay with the activity they scheduled. */
-const RECORD_LOCALLY = 'subscription-record-locally';
+const { steps: db, firstWrite } = stepsWithLocalFirstWrite<BillingActivities>(DB_STEPS, 'subscription-record-locally');
 
 type SubscriptionEvent = SubscriptionSnapshot['event'];
 
@@ -124,7 +120,7 @@ export class Subscription {
       this.state.runs += 1;
       this.#view = await db.getSubscriptionView({ accountId: input.accountId, livemode: input.livemode, subscriptionId: input.subscriptionId });
     } else {
-      await this.#save('subscription.created', input.startAt, patched(RECORD_LOCALLY));
+      await this.#save('subscription.created', input.startAt, firstWrite());
     }
   }
 
@@ -338,10 +334,10 @@ export class Subscription {
   }
 
   /** Writes the row (and the event) in the order the changes happened: one write at a time. */
-  async #save(event: SubscriptionEvent = null, at = this.now(), local = false): Promise<SubscriptionView> {
+  async #save(event: SubscriptionEvent = null, at = this.now(), steps = db): Promise<SubscriptionView> {
     recordStatus(this.state.status);
     const snap = this.#snapshot(event, at);
-    const write = this.#writes.then(() => (local ? localDb : db).saveSubscription(snap));
+    const write = this.#writes.then(() => steps.saveSubscription(snap));
     this.#writes = write.catch(() => undefined);
     this.#view = await write;
     return this.#view;

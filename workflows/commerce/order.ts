@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, allHandlersFinished, condition, patched, proxyActivities, proxyLocalActivities, setHandler, type ActivityOptions } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, allHandlersFinished, condition, patched, setHandler } from '@temporalio/workflow';
 import type { CommerceActivities } from '../../activities/commerce/index.ts';
 import type { OrderView } from '../../domain/commerce/orders.ts';
 import { REFUSALS, REFUSAL_TYPES, refuse } from '../kit/failures.ts';
@@ -7,6 +7,7 @@ import {
   type OrderWorkflowInput, type OrderWorkflowState,
 } from './shared.ts';
 import { recordStatus } from '../kit/search-attributes.ts';
+import { stepsWithLocalFirstWrite } from '../kit/steps.ts';
 
 /**
  * Refusals (a 4xx ApiError, e.g. not enough stock) are non-retryable: the workers' activity
@@ -17,18 +18,13 @@ import { recordStatus } from '../kit/search-attributes.ts';
 const STEPS = {
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1s', maximumInterval: '30s', nonRetryableErrorTypes: [...REFUSAL_TYPES] },
-} satisfies ActivityOptions;
-const acts = proxyActivities<CommerceActivities>(STEPS);
+};
 /**
- * The first step (reserve the stock, write the order) runs as a local activity, inside the first
- * workflow task: the `orderCreated` update is answered when that task completes, not after an
- * activity's round trip through the server and a second task (docs/benchmarks.md, target 4). The
- * write is idempotent (a second run finds the order and returns it), so a worker lost mid-way only
- * means the task times out and the next worker runs it again.
+ * The first step (reserve the stock, write the order; a rerun finds the order) runs locally, in the
+ * first workflow task (workflows/kit/steps.ts): the `orderCreated` update is answered when that
+ * task completes.
  */
-const local = proxyLocalActivities<CommerceActivities>(STEPS);
-/** Histories from before the first step ran locally replay with the activity they scheduled. */
-const CREATE_LOCALLY = 'order-create-locally';
+const { steps: acts, firstWrite } = stepsWithLocalFirstWrite<CommerceActivities>(STEPS, 'order-create-locally');
 
 /**
  * One order's life. The API starts it with the `orderCreated` update (update-with-start); its
@@ -106,7 +102,7 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
   });
 
   try {
-    created = patched(CREATE_LOCALLY) ? await local.createOrder(input) : await acts.createOrder(input);
+    created = await firstWrite().createOrder(input);
   } catch (err) {
     // Only a refusal gets here (anything else is retried): nothing was written.
     const cause = err instanceof ActivityFailure ? err.cause : err;

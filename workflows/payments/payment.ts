@@ -1,22 +1,14 @@
-import { allHandlersFinished, condition, patched, proxyActivities, proxyLocalActivities, setHandler, log, type ApplicationFailure } from '@temporalio/workflow';
+import { allHandlersFinished, condition, proxyActivities, setHandler, log, type ApplicationFailure } from '@temporalio/workflow';
 import type { PaymentActivities } from '../../activities/payments/index.ts';
 import { REFUSALS, refuse } from '../kit/failures.ts';
 import {
   DB_STEPS, GATEWAY_STEPS, awaitPaymentOutcomeUpdate, type PaymentView, type PaymentWorkflowInput,
 } from './shared.ts';
 import { recordStatus } from '../kit/search-attributes.ts';
+import { stepsWithLocalFirstWrite } from '../kit/steps.ts';
 
-const db = proxyActivities<PaymentActivities>(DB_STEPS);
-/**
- * The first step, recording the payment, runs as a local activity: in the worker that runs the
- * workflow's first task, inside that task, instead of a round trip through the server's activity
- * queue and a second workflow task (docs/benchmarks.md, target 2). It is one short, idempotent
- * write (a second run finds the row and returns it), so a worker lost mid-way only means the
- * workflow task times out and the next worker runs it again.
- */
-const localDb = proxyLocalActivities<PaymentActivities>(DB_STEPS);
-/** Histories from before the record step ran locally replay with the activity they scheduled. */
-const RECORD_LOCALLY = 'payments-record-locally';
+/** Database steps; recording the payment runs locally, in the first workflow task (workflows/kit/steps.ts). */
+const { steps: db, firstWrite } = stepsWithLocalFirstWrite<PaymentActivities>(DB_STEPS, 'payments-record-locally');
 /** A gateway's rejection of the charge is final: not retried. */
 const gateway = proxyActivities<PaymentActivities>({
   ...GATEWAY_STEPS,
@@ -45,7 +37,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
   });
 
   try {
-    view = patched(RECORD_LOCALLY) ? await localDb.recordPayment(input) : await db.recordPayment(input);
+    view = await firstWrite().recordPayment(input);
   } catch (err) {
     rejected = refuse(REFUSALS.duplicatePayment, 'The payment could not be recorded.', { cause: String(err) });
     await condition(allHandlersFinished);
