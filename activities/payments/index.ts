@@ -30,9 +30,12 @@ const scopeOf = (r: { accountId: string; livemode: boolean }): Scope => ({ accou
 /**
  * Keeps heartbeating while a gateway call is in flight, so a worker that dies mid-call is noticed
  * within the heartbeat timeout and the call is retried elsewhere (with the same idempotency key).
+ * A local activity (the charge's first attempt) has no heartbeat: its workflow task's timeout
+ * notices a dead worker.
  */
 async function withHeartbeat<T>(work: () => Promise<T>): Promise<T> {
   const ctx = Context.current();
+  if (ctx.info.isLocal) return work();
   const timer = setInterval(() => ctx.heartbeat(), 1000);
   try {
     ctx.heartbeat();

@@ -6,17 +6,19 @@ const { History } = proto.temporal.api.history.v1;
 const files = recordedHistories(new URL('./histories/', import.meta.url));
 
 /**
- * Payment workflow histories recorded before the record step became a local activity (with
+ * Payment workflow histories recorded before each change to its steps (with
  * scripts/record-histories.ts --area payments) replayed against today's bundle: a payment that was
- * running when the change was deployed goes on with the steps its history already has.
+ * running when a change was deployed goes on with the steps its history already has. Two
+ * generations: the record step as a server activity (before 'payments-record-locally'), and the
+ * record step local with the charge a server activity (before 'payments-charge-locally').
  */
 describe('payment workflow replay', () => {
-  it('has histories of every path, each recorded with the record step as a server activity', () => {
+  it('has histories of every path, from before each change', () => {
     const paths = new Set<string>();
     for (const { text } of files) {
       const steps = activitySteps(History.fromObject(JSON.parse(text)));
-      expect(steps[0]).toEqual(['recordPayment', 'activity']);
-      paths.add(steps.map(([name]) => name).join(','));
+      expect(steps.every(([name, kind]) => kind === 'activity' || name === 'recordPayment')).toBe(true);
+      paths.add(steps.map(([name, kind]) => `${name}${kind === 'local' ? '(local)' : ''}`).join(','));
     }
     expect([...paths].sort()).toEqual(expect.arrayContaining([
       'recordPayment,chargePayment',
@@ -24,6 +26,8 @@ describe('payment workflow replay', () => {
       'recordPayment,chargePayment,transferSplitPart,transferSplitPart,reverseSplitTransfer,reserveRefund,executeRefund,finishSplit',
       'recordPayment,checkSplitBalance',
       'recordPayment,checkSplitBalance,transferSplitPart,transferSplitPart,reverseSplitTransfer,finishSplit',
+      'recordPayment(local),chargePayment',
+      'recordPayment(local),chargePayment,transferSplitPart,transferSplitPart,finishSplit',
     ]));
   });
 

@@ -1,4 +1,6 @@
-import { allHandlersFinished, condition, proxyActivities, setHandler, log, type ApplicationFailure } from '@temporalio/workflow';
+import {
+  ActivityFailure, ApplicationFailure, TimeoutFailure, allHandlersFinished, condition, log, patched, proxyActivities, proxyLocalActivities, setHandler,
+} from '@temporalio/workflow';
 import type { PaymentActivities } from '../../activities/payments/index.ts';
 import { REFUSALS, refuse } from '../kit/failures.ts';
 import {
@@ -18,6 +20,14 @@ const gateway = proxyActivities<PaymentActivities>({
 const TERMINAL = new Set<PaymentView['status']>(['succeeded', 'failed', 'partially_refunded', 'refunded']);
 
 /**
+ * The charge's first attempt, run locally in the workflow task that recorded the payment, bounded
+ * by the wait of the request that started it: a card that answers within the wait is charged,
+ * recorded and answered in one workflow task. One attempt; what it leaves undecided (the wait ran
+ * out, the gateway was down) goes to the charge activity, with the same gateway idempotency key.
+ */
+const chargeLocally = (waitMs: number) => proxyLocalActivities<PaymentActivities>({ startToCloseTimeout: waitMs, retry: { maximumAttempts: 1 } });
+
+/**
  * One payment (`payment-pay_…`): record it, charge the card through the account's gateway, and for
  * a marketplace split pay each destination, reversing the transfers already made (and refunding
  * the charge) if one fails. The API starts it with the `awaitPaymentOutcome` update, which answers
@@ -29,10 +39,17 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
   let rejected: ApplicationFailure | undefined;
   const ref = { paymentId: input.paymentId, accountId: input.accountId, livemode: input.livemode, requestId: input.requestId };
 
+  /** The wait of the request that started the payment (update-with-start); none when started without one. */
+  let firstWaitMs: number | undefined;
+  /** The charge's local attempt: while it runs, the request that started the payment waits for it instead of a timer. */
+  let localCharge: 'none' | 'running' | 'ran_out_of_time' | 'ended' = 'none';
+
   setHandler(awaitPaymentOutcomeUpdate, async ({ waitMs }) => {
+    firstWaitMs ??= waitMs;
     await condition(() => view !== undefined || rejected !== undefined);
     if (rejected) throw rejected;
-    if (!finished && waitMs > 0) await condition(() => finished, waitMs);
+    if (localCharge === 'running') await condition(() => localCharge !== 'running');
+    if (!finished && waitMs > 0 && localCharge !== 'ran_out_of_time') await condition(() => finished, waitMs);
     return view!;
   });
 
@@ -55,16 +72,35 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
       view = await db.failPayment({ ...ref, code: 'processing_error', message: 'The gateway could not report the platform balance.' });
     }
   } else if (view.status === 'processing') {
-    try {
-      view = await gateway.chargePayment({
-        ...ref, gateway: input.gateway, amount: input.amount, currency: input.currency, cardToken: input.card!.token,
-        fingerprint: input.card!.fingerprint, customerId: input.customerId, description: input.description,
-        fraudProtection: input.fraudProtection,
-      });
-    } catch (err) {
-      log.warn('charge failed for good', { paymentId: input.paymentId, error: String(err) });
-      view = await db.failPayment({ ...ref, code: 'processing_error', message: 'The gateway could not process the payment.' });
+    const charge = {
+      ...ref, gateway: input.gateway, amount: input.amount, currency: input.currency, cardToken: input.card!.token,
+      fingerprint: input.card!.fingerprint, customerId: input.customerId, description: input.description,
+      fraudProtection: input.fraudProtection,
+    };
+    let charged: PaymentView | 'refused' | undefined;
+    // A split's transfers follow the charge, so its request keeps waiting on a timer: only plain charges go local.
+    if (input.kind === 'charge' && firstWaitMs && patched('payments-charge-locally')) {
+      localCharge = 'running';
+      try {
+        charged = await chargeLocally(firstWaitMs).chargePayment(charge);
+        localCharge = 'ended';
+      } catch (err) {
+        const cause = err instanceof ActivityFailure ? err.cause : undefined;
+        localCharge = cause instanceof TimeoutFailure ? 'ran_out_of_time' : 'ended';
+        if (cause instanceof ApplicationFailure && cause.type === REFUSALS.gatewayRejected) charged = 'refused';
+        else log.info('local charge attempt left the charge undecided; the charge activity goes on', { paymentId: input.paymentId, error: String(err) });
+      }
     }
+    if (!charged) {
+      try {
+        charged = await gateway.chargePayment(charge);
+      } catch (err) {
+        log.warn('charge failed for good', { paymentId: input.paymentId, error: String(err) });
+        charged = 'refused';
+      }
+    }
+    view = charged !== 'refused' ? charged
+      : await db.failPayment({ ...ref, code: 'processing_error', message: 'The gateway could not process the payment.' });
   }
 
   const funded = balanceFunded ? view.status === 'processing' : view.status === 'succeeded';
