@@ -5,7 +5,6 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, t
 import type { WorkflowCreator } from '@temporalio/worker/lib/workflow/interface.js';
 import type { WorkflowBundleWithSourceMapAndFilename } from '@temporalio/worker/lib/workflow/workflow-worker-thread/input.js';
 import type { Logger as SdkLogger } from '@temporalio/common';
-import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -78,10 +77,11 @@ export function defaultBundle(): WorkflowBundleOption | undefined {
 }
 
 /**
- * Workflow interceptors in every bundle: the workflow and its activities continue the trace of the
- * request that started them (spans leave the sandbox through the `exporter` sink; see startWorkers).
+ * Workflow interceptors in every bundle: a traced workflow and its activities continue the trace of
+ * the request that started them (spans leave the sandbox through the `exporter` sink; see
+ * startWorkers); an untraced one makes no workflow spans (workflows/kit/tracing.ts).
  */
-const WORKFLOW_INTERCEPTOR_MODULES = [createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
+const WORKFLOW_INTERCEPTOR_MODULES = [fileURLToPath(new URL('../workflows/kit/tracing.ts', import.meta.url))];
 
 /** Each activity runs in a span of its workflow's trace (no-op spans when tracing is off). */
 const activityTracing: ActivityInterceptorsFactory = (ctx) => ({

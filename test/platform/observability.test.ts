@@ -1,12 +1,15 @@
 // First: tracing must be started before `pg` is loaded.
 import { spanExporter } from './support/tracing.ts';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { trace } from '@opentelemetry/api';
+import { Client } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { usePlatform } from '../support/use-platform.ts';
 import { cardBody, waitForPayment } from '../payments/support.ts';
 
 const lines: string[] = [];
 const sink = { write: (line: string) => lines.push(line) };
+const tracer = trace.getTracer('observability-test');
 const t = usePlatform({ worker: true, log: { out: sink, err: sink }, env: { LOG_LEVEL: 'info' } });
 
 /** The value of a sample line `name{labels} value` in a Prometheus text page, or 0 when absent. */
@@ -99,6 +102,29 @@ describe('tracing', () => {
     const logged = lines.map((l) => JSON.parse(l) as Record<string, unknown>)
       .find((l) => l.msg === 'request' && l.request_id === res.headers.get('request-id'));
     expect(logged?.trace_id).toBe(traceId);
+  });
+
+  it('makes no workflow spans for a workflow started without a trace context', async () => {
+    spanExporter.reset();
+    const refund = (id: string) => ({
+      workflowId: `refund-${id}`, taskQueue: t.platform.temporal.taskQueue('payments'),
+      args: [{ refundId: id, paymentId: 'pay_none', accountId: t.platform.accountId, livemode: false, amount: null, reason: null, metadata: {}, requestId: null, requestIdempotencyKey: null }],
+    });
+    // The platform's client sends the active trace context; a bare client (a schedule, a tool) sends none.
+    const bare = new Client({ connection: t.platform.temporal.client.connection, namespace: t.platform.config.TEMPORAL_NAMESPACE });
+    let traceId = '';
+    const traced = tracer.startActiveSpan('test: traced start', (span) => {
+      traceId = span.spanContext().traceId;
+      return t.platform.temporal.client.workflow.execute('refundWorkflow', refund('re_traced_start')).finally(() => span.end());
+    });
+    const [untracedOutcome, tracedOutcome] = await Promise.all([bare.workflow.execute('refundWorkflow', refund('re_untraced_start')), traced]);
+    for (const outcome of [untracedOutcome, tracedOutcome]) expect(outcome).toMatchObject({ accepted: false, code: 'payment_not_found' });
+    await waitForSpan((s) => s.name === 'RunWorkflow:refundWorkflow');
+    // Both ran the same steps; only the traced one made workflow spans, all in its trace. (Their
+    // activities make spans either way, the untraced one's in a trace of its own.)
+    const workflowSpans = spanExporter.getFinishedSpans().filter((s) => /^(RunWorkflow:refundWorkflow|StartActivity:reserveRefund)$/.test(s.name));
+    expect(workflowSpans.filter((s) => s.name === 'RunWorkflow:refundWorkflow')).toHaveLength(1);
+    expect(new Set(workflowSpans.map((s) => s.spanContext().traceId))).toEqual(new Set([traceId]));
   });
 
   it('continues the caller\'s trace from a traceparent header', async () => {
