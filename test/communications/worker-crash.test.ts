@@ -7,8 +7,9 @@ import { TO, provision, waitForCall } from './support.ts';
 let platform: TestPlatform;
 let http: Http;
 let key: string;
-// 100 ms per call second: the call talks for 3 s, long enough to kill the worker mid-call.
-const workers = workerProcesses(() => platform, { WORKER_AREAS: 'communications', COMMUNICATIONS_SANDBOX_SECOND_MS: '100' });
+// 250 ms per call second: the call talks for 7.5 s, long enough to see it in progress and kill the worker
+// mid-call even when the worker handles the carrier's callbacks seconds late (a loaded machine).
+const workers = workerProcesses(() => platform, { WORKER_AREAS: 'communications', COMMUNICATIONS_SANDBOX_SECOND_MS: '250' });
 
 // No in-process worker: the workers are child processes this file can kill.
 usePlatform({}, (t) => ({ platform, http, key } = t));
