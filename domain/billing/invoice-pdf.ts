@@ -1,4 +1,4 @@
-import PDFDocument from 'pdfkit';
+import type PDFDocumentClass from 'pdfkit';
 import { exponent } from '../money.ts';
 import type { InvoiceView } from './schemas.ts';
 import type { TemplateSettings } from './invoice-templates.ts';
@@ -63,6 +63,8 @@ export async function renderInvoicePdf(input: InvoicePdfInput): Promise<Buffer> 
   const isDraft = invoice.status === 'draft';
   const stamp = new Date(invoice.finalized_at ?? invoice.created_at);
 
+  // Loaded on first use: most processes never render an invoice (pdfkit is ~7 MB of heap).
+  const PDFDocument: typeof PDFDocumentClass = (await import('pdfkit')).default;
   const doc = new PDFDocument({
     size: A4, margin: MARGIN, compress: true,
     info: {

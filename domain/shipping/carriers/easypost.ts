@@ -1,4 +1,4 @@
-import * as easypostModule from '@easypost/api';
+import { createRequire } from 'node:module';
 import { toMinorUnits } from '../../money.ts';
 import { estimatedDelivery } from '../calendar.ts';
 import {
@@ -82,9 +82,11 @@ interface EasyPostSdk {
   Pickup: { create(p: object): Promise<unknown>; buy(id: string, carrier: string, service: string): Promise<unknown>; cancel(id: string): Promise<unknown> };
   Utils: { validateWebhook(body: Buffer, headers: Record<string, string>, secret: string): unknown };
 }
-const EasyPostClient = (easypostModule as unknown as { default: new (apiKey: string, options?: { baseUrl?: string; timeout?: number }) => EasyPostSdk }).default;
+type EasyPostClient = new (apiKey: string, options?: { baseUrl?: string; timeout?: number }) => EasyPostSdk;
 
 export function createEasyPostCarrier(opts: EasyPostOptions): CarrierAdapter {
+  // Loaded here, not at import: only a process configured for EasyPost pays for its SDK (~5 MB of heap).
+  const EasyPostClient = createRequire(import.meta.url)('@easypost/api') as EasyPostClient;
   const client = new EasyPostClient(opts.apiKey, { ...(opts.baseUrl ? { baseUrl: opts.baseUrl } : {}), timeout: opts.timeoutMs ?? 20_000 });
   const name = 'easypost';
 
