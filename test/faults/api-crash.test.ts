@@ -31,7 +31,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const a of apis) if (a.exitCode === null && a.signalCode === null) a.kill('SIGKILL');
-  workers.killAll();
+  await workers.killAll();
   await platform?.close();
 });
 

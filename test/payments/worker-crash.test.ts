@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { TestPlatform } from '../support/platform.ts';
 import { workerProcesses } from '../support/worker-processes.ts';
 import { cardBody, waitForPayment } from './support.ts';
@@ -28,7 +28,8 @@ async function chargeInGateway(amount: number): Promise<string> {
     await new Promise((r) => setTimeout(r, 50));
   }
 }
-afterAll(() => workers.killAll());
+// Each test starts its own workers: those of the test before it must not take its workflow tasks.
+afterEach(() => workers.killAll());
 
 describe('a worker killed mid-charge', () => {
   it('completes the payment once on another worker: one gateway charge, one event', async () => {

@@ -44,6 +44,14 @@ export function workerProcesses(platform: () => TestPlatform, env: Record<string
     return { child, ready };
   }
 
+  /** SIGKILLs one and resolves once it is gone. */
+  async function kill(child: ChildProcess): Promise<void> {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
+
   return {
     /** Starts one and resolves once it polls. */
     async start(extraEnv: Record<string, string> = {}): Promise<ChildProcess> {
@@ -63,15 +71,10 @@ export function workerProcesses(platform: () => TestPlatform, env: Record<string
         },
       };
     },
-    /** SIGKILLs one and resolves once it is gone. */
-    async kill(child: ChildProcess): Promise<void> {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
-      await exited;
-    },
-    killAll(): void {
-      for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    kill,
+    /** SIGKILLs every one still running; resolves once they are gone (so none polls a test that follows). */
+    async killAll(): Promise<void> {
+      await Promise.all(children.map(kill));
     },
   };
 }

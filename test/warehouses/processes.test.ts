@@ -26,9 +26,9 @@ usePlatform({ env: { RATE_LIMIT_CONCURRENCY: '100', RATE_LIMIT_PER_MINUTE: '1000
   for (const sku of ['RT-1', 'RT-2', 'RT-3']) await stockedProduct(http, key, shop, sku, 0);
   await realtimeHubOf(platform.api.deps)!.ready();
 });
-afterAll(() => {
+afterAll(async () => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-  workers.killAll();
+  await workers.killAll();
 });
 
 interface Client {

@@ -40,7 +40,7 @@ usePlatform({ worker: false, env: ENV }, async (t) => {
 });
 afterAll(async () => {
   for (const release of releases) release();
-  workers.killAll();
+  await workers.killAll();
   for (const r of receivers) await r.close();
 });
 
