@@ -6,6 +6,7 @@ import { addBusinessDays, SANDBOX_TEST_CARDS } from '../../domain/payments/gatew
 import type { TestPlatform } from '../support/platform.ts';
 import { captureOutput, cardBody, findCardData, waitForPayment } from './support.ts';
 import { activitySteps } from '../support/histories.ts';
+import { awaitPaymentOutcomeUpdate } from '../../workflows/payments/shared.ts';
 import { usePlatform, type Http } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
@@ -115,11 +116,14 @@ describe('POST /v3/payments/process with the sandbox gateway', () => {
     expect(res.body).toMatchObject({ status: 'processing', settlement: { expected_date: null, fees: null } });
     expect(res.headers.get('location')).toBe(`/v3/payments/${res.body.id}/status`);
     expect(res.body.workflow_id).toBe(`payment-${res.body.id}`);
+    // A later wait for the outcome (a retried start) waits its own time, not the local attempt's.
+    const handle = platform.temporal.client.workflow.getHandle(res.body.workflow_id);
+    const outcome = await handle.executeUpdate(awaitPaymentOutcomeUpdate, { args: [{ waitMs: 6000 }] });
+    expect(outcome.status).toBe('succeeded');
     const done = await waitForPayment(http, key, res.body.id, (p) => p.status !== 'processing');
     expect(done.status).toBe('succeeded');
     expect(await ledger(res.body.id)).toHaveLength(1);
     // The local attempt ran out with the request's wait; the charge activity finished the same charge.
-    const handle = platform.temporal.client.workflow.getHandle(res.body.workflow_id);
     await handle.result();
     expect(activitySteps(await handle.fetchHistory())).toEqual([['recordPayment', 'local'], ['chargePayment', 'local'], ['chargePayment', 'activity']]);
   });

@@ -39,8 +39,9 @@ function whenTraced<T extends object>(methods: readonly (keyof T & string)[], cu
   const delegating: Record<string, Method> = {};
   for (const name of methods) {
     delegating[name] = (input, next) => {
-      const real = (current() as Record<string, Method | undefined> | undefined)?.[name];
-      return real ? real.call(current(), input, next) : next(input);
+      const target = current() as Record<string, Method | undefined> | undefined;
+      const real = target?.[name];
+      return real ? real.call(target, input, next) : next(input);
     };
   }
   return delegating as T;

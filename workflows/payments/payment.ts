@@ -45,11 +45,14 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
   let localCharge: 'none' | 'running' | 'ran_out_of_time' | 'ended' = 'none';
 
   setHandler(awaitPaymentOutcomeUpdate, async ({ waitMs }) => {
+    const starting = firstWaitMs === undefined;
     firstWaitMs ??= waitMs;
     await condition(() => view !== undefined || rejected !== undefined);
     if (rejected) throw rejected;
     if (localCharge === 'running') await condition(() => localCharge !== 'running');
-    if (!finished && waitMs > 0 && localCharge !== 'ran_out_of_time') await condition(() => finished, waitMs);
+    // The starting request's wait was the local attempt; a later one (a retry) waits its own.
+    const waited = starting && localCharge === 'ran_out_of_time';
+    if (!finished && waitMs > 0 && !waited) await condition(() => finished, waitMs);
     return view!;
   });
 
