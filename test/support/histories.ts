@@ -1,22 +1,31 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import proto from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import { inject } from 'vitest';
+import { expect, inject, it } from 'vitest';
 
 const { History } = proto.temporal.api.history.v1;
 
-/** The recorded histories of a folder (scripts/record-histories.ts): file names and texts. */
-export function recordedHistories(dir: URL): { name: string; text: string }[] {
-  return readdirSync(dir).filter((f) => f.endsWith('.json')).sort()
-    .map((name) => ({ name, text: readFileSync(new URL(name, dir), 'utf8') }));
+/** A recorded history: its file name, its text (protobuf's JSON form) and the history itself. */
+export interface RecordedHistory {
+  name: string;
+  text: string;
+  history: proto.temporal.api.history.v1.History;
+}
+
+/** The recorded histories of a folder (scripts/record-histories.ts). */
+export function recordedHistories(dir: URL): RecordedHistory[] {
+  return readdirSync(dir).filter((f) => f.endsWith('.json')).sort().map((name) => {
+    const text = readFileSync(new URL(name, dir), 'utf8');
+    return { name, text, history: History.fromObject(JSON.parse(text)) };
+  });
 }
 
 /**
  * Replays recorded histories against the run's workflow bundle: what each one's replay failed
  * with (nondeterminism: a step added, removed or reordered without `patched`), and how many ran.
  */
-export async function replayHistories(recorded: { name: string; text: string }[]): Promise<{ failures: string[]; replayed: number }> {
-  const histories = recorded.map(({ name, text }) => ({ workflowId: name.replace(/\.json$/, ''), history: History.fromObject(JSON.parse(text)) }));
+export async function replayHistories(recorded: RecordedHistory[]): Promise<{ failures: string[]; replayed: number }> {
+  const histories = recorded.map(({ name, history }) => ({ workflowId: name.replace(/\.json$/, ''), history }));
   const failures: string[] = [];
   let replayed = 0;
   for await (const result of Worker.runReplayHistories({ workflowBundle: { codePath: inject('bundlePath') } }, histories)) {
@@ -24,6 +33,15 @@ export async function replayHistories(recorded: { name: string; text: string }[]
     if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
   }
   return { failures, replayed };
+}
+
+/** The test every area's replay file has: each recorded history replays without a nondeterminism error. */
+export function itReplaysEveryHistory(recorded: RecordedHistory[]): void {
+  it('replays every recorded history without a nondeterminism error', async () => {
+    const { failures, replayed } = await replayHistories(recorded);
+    expect(failures).toEqual([]);
+    expect(replayed).toBe(recorded.length);
+  });
 }
 
 /**
