@@ -89,7 +89,10 @@ export async function startInfra(): Promise<Infra> {
 function spawnNode(script: string, env: Record<string, string>): ChildProcess {
   // BENCH_PROFILE=DIR writes a V8 CPU profile of every server process into DIR (open it in Chrome DevTools).
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  return spawn(process.execPath, [...profile, fileURLToPath(new URL(script, import.meta.url))], {
+  // BENCH_NODE_FLAGS="--flag …": Node and V8 flags for every server process (V8's GC flags, which
+  // NODE_OPTIONS does not accept).
+  const flags = process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
+  return spawn(process.execPath, [...profile, ...flags, fileURLToPath(new URL(script, import.meta.url))], {
     env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'],
   });
 }

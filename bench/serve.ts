@@ -1,4 +1,6 @@
 /** The platform (API + worker, no launcher infra) in its own process, for benchmarks. */
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { startApiServer } from '../api/server.ts';
 import { createOrm } from '../db/orm.ts';
 import { loadConfigOrExit } from '../platform/config.ts';
@@ -32,9 +34,22 @@ if (process.env.BENCH_MEMORY_LOG) {
     console.error(JSON.stringify({ memory_mb: { rss: mb(m.rss), heap_total: mb(m.heapTotal), heap_used: mb(m.heapUsed), external: mb(m.external), array_buffers: mb(m.arrayBuffers) } }));
   }, Number(process.env.BENCH_MEMORY_LOG)).unref();
 }
+// BENCH_ALLOC_PROFILE=<file>: a sampling profile of every allocation (kept or collected since), written
+// at shutdown: where the garbage the collector works through comes from (a .heapprofile for DevTools).
+const allocations = process.env.BENCH_ALLOC_PROFILE ? await startAllocationSampling() : null;
 onShutdown(logger, async () => {
+  if (allocations) writeFileSync(process.env.BENCH_ALLOC_PROFILE!, JSON.stringify(await allocations.stop()));
   await api.close();
   await workers.shutdown();
   await temporal.close();
   await orm.close();
 });
+
+async function startAllocationSampling(): Promise<{ stop(): Promise<unknown> }> {
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: 32_768, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true,
+  });
+  return { stop: async () => (await session.post('HeapProfiler.stopSampling')).profile };
+}

@@ -1,0 +1,87 @@
+/**
+ * `scripts/node24.sh node bench/ab-probe.ts <other-checkout> [rounds]`: this checkout's API against
+ * another checkout's (a `git worktree` of main, say), both up at once, each on its own database
+ * migrated by its own code, loaded in alternating 5 s rounds of GET /v3/customers/{id} at 50
+ * connections (each after 2 s unmeasured), so a change is judged against its base in the same minutes of the machine. Per round:
+ * requests per second and the CPU microseconds per request of the server and of PostgreSQL (all of
+ * its processes); then the medians. Small levers (a few µs per request) need this: separate runs
+ * drift by ±15 % on a shared VM.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import pg from 'pg';
+import { createOrm } from '../db/orm.ts';
+import { createAccount, createKey } from '../domain/accounts/service.ts';
+import { permissionScopes } from '../domain/registry.ts';
+import { withDatabase } from '../platform/throwaway-infra.ts';
+import { cpuTicksByComm, cpuTicksOf, ticksSince, TICKS_PER_SECOND } from './cpu.ts';
+import { BENCH_ENV, autocannonRun, median, spawnServer, startInfra, stopServer } from './harness.ts';
+
+const other = process.argv[2];
+if (!other) {
+  console.error('Usage: node bench/ab-probe.ts <other-checkout> [rounds]');
+  process.exit(64);
+}
+const rounds = Number(process.argv[3] ?? 6);
+const infra = await startInfra();
+const admin = new pg.Client({ connectionString: infra.adminDbUrl });
+await admin.connect();
+
+/** A database migrated by `checkout`'s own migrations, with a premium account, a key and a customer. */
+async function side(checkout: string) {
+  const database = `bp_bench_${randomBytes(5).toString('hex')}`;
+  await admin.query(`create database ${database}`);
+  const dbUrl = withDatabase(infra.adminDbUrl, database);
+  execFileSync(process.execPath, [resolve(checkout, 'db/migrate.ts')], { env: { ...process.env, DATABASE_URL: dbUrl }, stdio: 'ignore' });
+  const orm = await createOrm({ url: dbUrl, poolMax: 2 });
+  const accountId = (await createAccount(orm, { name: 'Bench', tier: 'premium' })).id;
+  const key = (await createKey(orm, { name: 'bench', type: 'test', accountId }, permissionScopes)).secret;
+  await orm.close(true);
+  const { child, info } = await spawnServer(resolve(checkout, 'bench/serve.ts'), {
+    ...BENCH_ENV, DATABASE_URL: dbUrl, TEMPORAL_ADDRESS: infra.temporalAddress, TASK_QUEUE_PREFIX: `${database}-`,
+    WORKFLOW_BUNDLE_PATH: infra.workflowBundlePath,
+  });
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const customer = (await (await fetch(`${info.url}/v3/customers`, {
+    method: 'POST', headers, body: JSON.stringify({ email: 'bench@example.com', first_name: 'Bench', last_name: 'Mark' }),
+  })).json()) as { id: string };
+  return {
+    name: checkout, pid: child.pid!, opts: { url: `${info.url}/v3/customers/${customer.id}`, headers, connections: 50 },
+    rounds: [] as { rps: number; server: number; postgres: number }[],
+    async close() {
+      await stopServer(child);
+      await admin.query(`drop database if exists ${database} with (force)`);
+    },
+  };
+}
+
+const sides = [await side(resolve('.')), await side(resolve(other))];
+try {
+  for (const s of sides) await autocannonRun({ ...s.opts, duration: 3 }); // warm-up
+  for (let round = 0; round < rounds; round++) {
+    for (const s of round % 2 ? [...sides].reverse() : sides) {
+      // Unmeasured: a server that sat idle while the other was loaded spends its first seconds back
+      // at a higher cost per request (its heap and compiled code shrank meanwhile).
+      await autocannonRun({ ...s.opts, duration: 2 });
+      const server = cpuTicksOf(s.pid);
+      const postgres = cpuTicksByComm('postgres');
+      const result = await autocannonRun({ ...s.opts, duration: 5 });
+      const perRequest = (ticks: number) => Math.round((ticks * 1e6) / TICKS_PER_SECOND / result.total);
+      s.rounds.push({ rps: result.requestsPerSec, server: perRequest(cpuTicksOf(s.pid) - server), postgres: perRequest(ticksSince(postgres, cpuTicksByComm('postgres'))) });
+    }
+  }
+  for (const s of sides) {
+    console.log(JSON.stringify({
+      checkout: s.name,
+      rps: median(s.rounds.map((r) => r.rps)),
+      server_us_per_request: median(s.rounds.map((r) => r.server)),
+      postgres_us_per_request: median(s.rounds.map((r) => r.postgres)),
+      rounds: s.rounds.map((r) => `${r.rps}/s ${r.server}+${r.postgres}us`).join(' '),
+    }));
+  }
+} finally {
+  for (const s of sides) await s.close();
+  await admin.end();
+  await infra.stop();
+}
