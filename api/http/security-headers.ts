@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
+import type { TLSSocket } from 'node:tls';
 
 /**
  * Security headers on every response (what `helmet` sets by default, written directly: nine
@@ -23,7 +24,16 @@ export const HSTS = 'max-age=31536000; includeSubDomains';
 
 export function setSecurityHeaders(req: Request, res: Response): void {
   for (const [name, value] of HEADERS) res.setHeader(name, value);
-  if (req.secure) res.setHeader('Strict-Transport-Security', HSTS);
+  if (isSecure(req)) res.setHeader('Strict-Transport-Security', HSTS);
+}
+
+/**
+ * `req.secure` as Express decides it, without its cost where the answer is already known: with no
+ * X-Forwarded-Proto header, only a TLS socket is secure; with one, Express judges whether the peer
+ * is a trusted proxy (which parses its address, on every request otherwise).
+ */
+function isSecure(req: Request): boolean {
+  return req.headers['x-forwarded-proto'] === undefined ? (req.socket as TLSSocket).encrypted === true : req.secure;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createHash, randomInt } from 'node:crypto';
+import { hash, randomInt } from 'node:crypto';
 import type { KeyType } from './entities.ts';
 
 /**
@@ -21,7 +21,7 @@ export function generateKeyText(type: KeyType, livemode: boolean): string {
 }
 
 export function hashKey(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  return hash('sha256', text, 'hex');
 }
 
 export function maskKey(text: string): string {

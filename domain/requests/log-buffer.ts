@@ -90,24 +90,17 @@ export class RequestLogBuffer {
 
   /** Writes one batch; false when it could not be written (it is then kept by the caller). */
   private async write(batch: RequestLogEntry[]): Promise<boolean> {
-    const cols = {
-      request_id: batch.map((e) => e.requestId),
-      account_id: batch.map((e) => e.accountId),
-      api_key_id: batch.map((e) => e.apiKeyId),
-      livemode: batch.map((e) => e.livemode),
-      method: batch.map((e) => e.method),
-      path: batch.map((e) => e.path),
-      status: batch.map((e) => e.status),
-      duration_ms: batch.map((e) => e.durationMs),
-      created_at: batch.map((e) => e.createdAt.toISOString()),
-      problem: batch.map((e) => (e.problem ? JSON.stringify(e.problem) : null)),
-    };
+    // One JSON parameter (the rows as objects): cheaper to build than ten parallel arrays, and
+    // PostgreSQL reads it in one pass (json_to_recordset).
+    const rows = JSON.stringify(batch.map((e) => ({
+      request_id: e.requestId, account_id: e.accountId, api_key_id: e.apiKeyId, livemode: e.livemode, method: e.method,
+      path: e.path, status: e.status, duration_ms: e.durationMs, created_at: e.createdAt.toISOString(), problem: e.problem ?? null,
+    })));
     try {
       await this.pool.query(
         `with rows as (
-           select * from unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::text[],
-                                $7::smallint[], $8::float8[], $9::timestamptz[], $10::jsonb[])
-             as t(request_id, account_id, api_key_id, livemode, method, path, status, duration_ms, created_at, problem)
+           select * from json_to_recordset($1::json) as t(request_id text, account_id text, api_key_id text, livemode boolean,
+             method text, path text, status smallint, duration_ms float8, created_at timestamptz, problem jsonb)
          ), logged as (
            insert into request_logs (request_id, account_id, api_key_id, livemode, method, path, status, duration_ms, created_at, problem)
            select * from rows
@@ -120,7 +113,7 @@ export class RequestLogBuffer {
            requests = u.requests + excluded.requests,
            errors = u.errors + excluded.errors,
            total_duration_ms = u.total_duration_ms + excluded.total_duration_ms`,
-        Object.values(cols),
+        [rows],
       );
       if (this.failures) this.logger.info('request log rows written after an outage', { rows: batch.length, still_pending: this.entries.length });
       this.failures = 0;
