@@ -5,7 +5,7 @@
  * connections (each after 2 s unmeasured), so a change is judged against its base in the same minutes of the machine. Per round:
  * requests per second and the CPU microseconds per request of the server and of PostgreSQL (all of
  * its processes); then the medians. Small levers (a few µs per request) need this: separate runs
- * drift by ±15 % on a shared VM.
+ * drift by ±15 % on a shared VM. Also printed: the median of the rounds' own requests-per-second ratio.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -60,7 +60,9 @@ const sides = [await side(resolve('.')), await side(resolve(other))];
 try {
   for (const s of sides) await autocannonRun({ ...s.opts, duration: 3 }); // warm-up
   for (let round = 0; round < rounds; round++) {
-    for (const s of round % 2 ? [...sides].reverse() : sides) {
+    // Always A then B: each run follows the other side's (a side run twice in a row is faster the
+    // second time, which alternating the order would give to each side in turn).
+    for (const s of sides) {
       // Unmeasured: a server that sat idle while the other was loaded spends its first seconds back
       // at a higher cost per request (its heap and compiled code shrank meanwhile).
       await autocannonRun({ ...s.opts, duration: 2 });
@@ -71,6 +73,8 @@ try {
       s.rounds.push({ rps: result.requestsPerSec, server: perRequest(cpuTicksOf(s.pid) - server), postgres: perRequest(ticksSince(postgres, cpuTicksByComm('postgres'))) });
     }
   }
+  const [a, b] = sides as [typeof sides[0], typeof sides[0]];
+  console.log(JSON.stringify({ rps_ratio_this_to_other: Math.round(median(a.rounds.map((r, i) => r.rps / b.rounds[i]!.rps)) * 1000) / 1000 }));
   for (const s of sides) {
     console.log(JSON.stringify({
       checkout: s.name,
