@@ -54,6 +54,15 @@ const schema = z.object({
   /** Workers: workflows each area worker keeps in memory between their tasks (the SDK's default grows with the heap limit: ~2,400 here). */
   TEMPORAL_MAX_CACHED_WORKFLOWS: positiveInt.min(2).default(100),
   /**
+   * Workers: how long one call into workflow code may run before the SDK stops it and fails the
+   * workflow task (its deadlock detection; 5 s is the SDK's default). Node enforces it by starting a
+   * watchdog thread for every call into the workflow sandbox (nodejs/node#47739; several calls per
+   * activation), which costs about 1.4 ms of CPU per workflow on a 2-core VM (docs/benchmarks.md,
+   * target 2). 0 turns it off, for that CPU: a workflow task stuck in a loop then holds its workflow
+   * thread until the process restarts, instead of failing its task.
+   */
+  TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
+  /**
    * Workers: how each area worker polls its queues. `autoscaling` (Temporal's recommendation, server
    * 1.28+): the number of open polls follows the load the server reports, so a busy queue gets more
    * and an idle one keeps one; `fixed`: the SDK's 10 workflow-task and 10 activity-task polls each.

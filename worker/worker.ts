@@ -168,7 +168,9 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
     : areas.map((area) => ({ queue: deps.taskQueue(area.name), activities: activitiesOf(area, deps) }));
   const queues = pollers.map((p) => p.queue);
   // One bundle parse and one pool of workflow threads for all of them (not a thread each: ~60 MB per area).
-  const WorkerClass = sharedWorkflowThreadsWorker(config.TEMPORAL_WORKFLOW_THREADS, new Set(pollers.flatMap((p) => Object.keys(p.activities))));
+  const WorkerClass = sharedWorkflowThreadsWorker(
+    config.TEMPORAL_WORKFLOW_THREADS, new Set(pollers.flatMap((p) => Object.keys(p.activities))), config.TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS,
+  );
   const workers = await Promise.all(
     pollers.map(({ queue, activities }) =>
       WorkerClass.create({
@@ -230,9 +232,10 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
  * Uses the SDK's protected static hooks `getOrCreateBundle` and `createWorkflowCreator`
  * (@temporalio/worker is pinned): every worker the tests start runs through it, several areas in one
  * process in the worker-process tests (e.g. test/billing/worker-crash.test.ts). Measurements:
- * docs/benchmarks.md, target 5.
+ * docs/benchmarks.md, target 5. `deadlockTimeoutMs` bounds each call into workflow code
+ * (TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS); 0: unbounded, no watchdog thread per call.
  */
-function sharedWorkflowThreadsWorker(threads: number, activityNames: ReadonlySet<string>): typeof Worker {
+function sharedWorkflowThreadsWorker(threads: number, activityNames: ReadonlySet<string>, deadlockTimeoutMs: number): typeof Worker {
   let bundle: Promise<WorkflowBundleWithSourceMapAndFilename | undefined> | undefined;
   let creator: Promise<WorkflowCreator> | undefined;
   let users = 0;
@@ -243,7 +246,10 @@ function sharedWorkflowThreadsWorker(threads: number, activityNames: ReadonlySet
     protected static override async createWorkflowCreator(workflowBundle: WorkflowBundleWithSourceMapAndFilename, options: CompiledWorkerOptions, logger: SdkLogger): Promise<WorkflowCreator> {
       users++;
       const activities = new Map([...activityNames].map((name) => [name, options.activities.get(name) ?? (async () => undefined)]));
-      creator ??= super.createWorkflowCreator(workflowBundle, { ...options, workflowThreadPoolSize: threads, activities }, logger);
+      // No timeout at all (undefined, which `vm` takes as unbounded) when it is off: any number, however
+      // large, still starts the watchdog thread.
+      const isolateExecutionTimeoutMs = deadlockTimeoutMs || (undefined as unknown as number);
+      creator ??= super.createWorkflowCreator(workflowBundle, { ...options, workflowThreadPoolSize: threads, activities, isolateExecutionTimeoutMs }, logger);
       const shared = await creator;
       return {
         createWorkflow: (opts) => shared.createWorkflow(opts),

@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createLogger } from '../../platform/logger.ts';
+import { buildWorkflowBundle, startWorkers } from '../../worker/worker.ts';
+import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { spin } from '../support/workflows/spin.ts';
+
+/**
+ * TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS reaches the workflow sandbox: a workflow task that computes
+ * longer than the timeout fails (the SDK's deadlock detection, with the configured bound), and with 0
+ * the same task runs to its end. The spin is sized to about 1.5 s on this machine, five times the
+ * 300 ms bound.
+ */
+let platform: TestPlatform;
+let code: string;
+let iterations: number;
+
+beforeAll(async () => {
+  platform = await startTestPlatform();
+  code = (await buildWorkflowBundle([new URL('../support/workflows/spin.ts', import.meta.url)])).code;
+  // Rounds per 300 ms here, times five.
+  let rounds = 1_000_000;
+  for (let t0 = performance.now(); performance.now() - t0 < 300; rounds *= 2) spin(rounds);
+  const started = performance.now();
+  spin(rounds);
+  iterations = Math.ceil((rounds * 1500) / Math.max(1, performance.now() - started));
+});
+afterAll(() => platform?.close());
+
+async function runSpin(deadlockTimeoutMs: number, name: string) {
+  const taskQueuePrefix = `${platform.taskQueuePrefix}${name}-`;
+  const workers = await startWorkers({
+    address: inject('temporalAddress'), namespace: platform.config.TEMPORAL_NAMESPACE, taskQueuePrefix, orm: platform.orm,
+    logger: createLogger('error'), bundle: { code }, areas: ['platform'],
+    config: { ...platform.config, TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS: deadlockTimeoutMs },
+    shutdownTimes: { graceMs: 100, forceMs: 1000 },
+  });
+  try {
+    const handle = await platform.temporal.client.workflow.start('spinWorkflow', {
+      taskQueue: `${taskQueuePrefix}platform`, workflowId: `spin-${name}-${Date.now()}`, args: [iterations],
+    });
+    // The first workflow task's outcome: completed (the workflow's result) or failed (its failure).
+    for (;;) {
+      const events = (await handle.fetchHistory()).events ?? [];
+      const failed = events.find((e) => e.workflowTaskFailedEventAttributes)?.workflowTaskFailedEventAttributes;
+      if (failed) {
+        await handle.terminate('test done');
+        return { failure: failed.failure?.message ?? '' };
+      }
+      if (events.some((e) => e.workflowExecutionCompletedEventAttributes)) return { result: (await handle.result()) as number };
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    await workers.shutdown();
+  }
+}
+
+describe('the workflow deadlock timeout (TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS)', () => {
+  it('fails a workflow task that computes past the bound, naming the bound', async () => {
+    const outcome = await runSpin(300, 'bounded');
+    expect(outcome).toEqual({ failure: expect.stringContaining('300ms') });
+  });
+
+  it('lets the same task run to its end with 0 (no bound)', async () => {
+    const outcome = await runSpin(0, 'unbounded');
+    expect(outcome).toEqual({ result: spin(iterations) });
+  });
+});
