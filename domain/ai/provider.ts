@@ -1,6 +1,7 @@
-import { createOpenAI } from '@ai-sdk/openai';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import type * as OpenAi from '@ai-sdk/openai';
+import type * as OpenAiCompatible from '@ai-sdk/openai-compatible';
 import type { LanguageModel } from 'ai';
+import { createRequire } from 'node:module';
 import type { Config } from '../../platform/config.ts';
 import { ApiError } from '../../platform/errors.ts';
 
@@ -19,10 +20,14 @@ export interface AiModel {
 export function createAiModel(config: Config): AiModel | null {
   if (!config.AI_PROVIDER || !config.AI_MODEL) return null;
   const apiKey = config.AI_API_KEY ?? config.OPENAI_API_KEY;
+  // The provider SDKs load only when a model is configured (a server without one never holds them).
+  const require = createRequire(import.meta.url);
   if (config.AI_PROVIDER === 'openai') {
+    const { createOpenAI } = require('@ai-sdk/openai') as typeof OpenAi;
     const openai = createOpenAI({ apiKey, ...(config.AI_BASE_URL ? { baseURL: config.AI_BASE_URL } : {}) });
     return { model: openai(config.AI_MODEL), name: `openai/${config.AI_MODEL}` };
   }
+  const { createOpenAICompatible } = require('@ai-sdk/openai-compatible') as typeof OpenAiCompatible;
   const compatible = createOpenAICompatible({
     name: 'openai-compatible', baseURL: config.AI_BASE_URL!, ...(apiKey ? { apiKey } : {}), supportsStructuredOutputs: true,
   });

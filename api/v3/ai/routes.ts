@@ -4,7 +4,7 @@ import { requireModel } from '../../../domain/ai/provider.ts';
 import {
   aiAnswerSchema, aiUsageSchema, askBodySchema, customerSummarySchema, replyDraftBodySchema, replyDraftSchema,
 } from '../../../domain/ai/schemas.ts';
-import { ask, askStream, customerSummary, replyDraft, type AiContext, type AskEvent } from '../../../domain/ai/service.ts';
+import type { AiContext, AskEvent } from '../../../domain/ai/service.ts';
 import { keyUsage } from '../../../domain/ai/usage.ts';
 import { ALL_PERMISSIONS } from '../../../domain/permissions.ts';
 import { ApiError } from '../../../platform/errors.ts';
@@ -16,6 +16,12 @@ import { problemDocument, toApiError } from '../../http/problems.ts';
 import { route, type HandlerContext } from '../../http/route.ts';
 
 const EVENT_STREAM = 'text/event-stream';
+
+/**
+ * The service, and the AI SDK under it, load on the first call that has a model to call: a server
+ * without a configured model (and every other area's hot path) never holds them (~13 MB of heap).
+ */
+const aiService = () => import('../../../domain/ai/service.ts');
 const customerParams = z.strictObject({ customer_id: z.string().max(64) });
 
 const replyBody = replyDraftBodySchema.superRefine((b, ctx) => {
@@ -66,6 +72,7 @@ async function streamAsk(ctx: HandlerContext<z.output<typeof askBodySchema>, und
   };
   let status = 200;
   try {
+    const { askStream } = await aiService();
     await askStream(ai, ctx.body.question, (e: AskEvent) => write(e.event, e.data), clientGone(res));
   } catch (err) {
     if (!res.headersSent) throw err; // nothing sent yet: the usual problem document
@@ -100,6 +107,7 @@ export const aiRoutes = [
         await streamAsk(ctx, ai);
         return { body: null };
       }
+      const { ask } = await aiService();
       return { body: await ask(ai, ctx.body.question, clientGone(ctx.res)) };
     },
   }),
@@ -114,6 +122,7 @@ export const aiRoutes = [
     },
     async handler({ deps, auth, em, params }) {
       requirePermission(auth, 'crm:read');
+      const { customerSummary } = await aiService();
       return { body: await customerSummary(aiContext(deps, auth, em), params.customer_id) };
     },
   }),
@@ -129,6 +138,7 @@ export const aiRoutes = [
     },
     async handler({ deps, auth, em, body }) {
       requirePermission(auth, 'crm:read');
+      const { replyDraft } = await aiService();
       return { body: await replyDraft(aiContext(deps, auth, em), { interactionId: body.interaction_id, customerId: body.customer_id, message: body.message }) };
     },
   }),
