@@ -35,3 +35,17 @@ export function ticksSince(before: Map<number, number>, after: Map<number, numbe
   for (const [pid, now] of after) ticks += now - (before.get(pid) ?? 0);
   return ticks;
 }
+
+/**
+ * Waits until process `pid` is (nearly) idle — under 15 % of a core over half a second — or `maxMs`
+ * have passed: what a scenario's round left behind (workflows still finishing, events being
+ * dispatched) is then not counted in the next round's figures. Resolves with the time waited.
+ */
+export async function settled(pid: number, maxMs = 15_000): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    const before = cpuTicksOf(pid);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    if (cpuTicksOf(pid) - before < 0.15 * 0.5 * TICKS_PER_SECOND || Date.now() - started >= maxMs) return Date.now() - started;
+  }
+}

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import { settled } from './cpu.ts';
 import { autocannonRun, median, percentile, type LoadResult, type Scenario } from './harness.ts';
 
 const CLIENTS = 10;
@@ -60,11 +61,14 @@ export const scenario: Scenario = {
       await autocannonRun({ ...subscribing, duration: 2 });
       await emptyWorkflows(client, taskQueue, CLIENTS, 2);
       const rounds: Round[] = [];
+      // Each measurement starts with the server idle: a round's payments and subscriptions leave work
+      // behind (their events dispatched, workflows finishing) that would otherwise slow the next one.
+      const settle = () => settled(platform.pid);
       for (let i = 0; i < ROUNDS; i++) {
         rounds.push({
-          payments: await autocannonRun({ ...paying, duration: ROUND_S }),
-          subscriptions: await autocannonRun({ ...subscribing, duration: ROUND_S }),
-          empty: await emptyWorkflows(client, taskQueue, CLIENTS, ROUND_S),
+          payments: await settle().then(() => autocannonRun({ ...paying, duration: ROUND_S })),
+          subscriptions: await settle().then(() => autocannonRun({ ...subscribing, duration: ROUND_S })),
+          empty: await settle().then(() => emptyWorkflows(client, taskQueue, CLIENTS, ROUND_S)),
         });
       }
       const [charged] = await platform.sql<{ n: string }>(`select count(*) as n from payments where status = 'succeeded'`);
