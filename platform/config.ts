@@ -57,8 +57,8 @@ const schema = z.object({
    * Workers: how long one call into workflow code may run before the SDK stops it and fails the
    * workflow task (its deadlock detection; 5 s is the SDK's default). Node enforces it by starting a
    * watchdog thread for every call into the workflow sandbox (nodejs/node#47739; several calls per
-   * activation), which costs about 1.4 ms of CPU per workflow on a 2-core VM (docs/benchmarks.md,
-   * target 2). 0 turns it off, for that CPU: a workflow task stuck in a loop then holds its workflow
+   * activation), which costs 1–4 ms of CPU per workflow on a 2-core VM (docs/benchmarks.md,
+   * "Where the CPU goes"). 0 turns it off, for that CPU: a workflow task stuck in a loop then holds its workflow
    * thread until the process restarts, instead of failing its task.
    */
   TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
