@@ -1,7 +1,8 @@
 /**
  * `scripts/node24.sh node bench/ab-probe.ts <other-checkout> [rounds]`: this checkout's API against
  * another checkout's (a `git worktree` of main, say), both up at once, each on its own database
- * migrated by its own code, loaded in alternating 5 s rounds of GET /v3/customers/{id} at 50
+ * migrated by its own code, loaded in alternating 5 s rounds of GET /v3/customers/{id} (or the
+ * resource `AB_RESOURCE` names) at 50
  * connections (each after 2 s unmeasured), so a change is judged against its base in the same minutes of the machine. Per round:
  * requests per second and the CPU microseconds per request of the server and of PostgreSQL (all of
  * its processes); then the medians. Small levers (a few µs per request) need this: separate runs
@@ -24,6 +25,9 @@ if (!other) {
   process.exit(64);
 }
 const rounds = Number(process.argv[3] ?? 6);
+/** What is created once and then read by id: a customer, or (AB_RESOURCE='{"path":"/v3/plans","body":{…}}') another resource. */
+const resource = JSON.parse(process.env.AB_RESOURCE ?? 'null') as { path: string; body: unknown } | null
+  ?? { path: '/v3/customers', body: { email: 'bench@example.com', first_name: 'Bench', last_name: 'Mark' } };
 const infra = await startInfra();
 const admin = new pg.Client({ connectionString: infra.adminDbUrl });
 await admin.connect();
@@ -43,11 +47,9 @@ async function side(checkout: string) {
     WORKFLOW_BUNDLE_PATH: infra.workflowBundlePath,
   });
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-  const customer = (await (await fetch(`${info.url}/v3/customers`, {
-    method: 'POST', headers, body: JSON.stringify({ email: 'bench@example.com', first_name: 'Bench', last_name: 'Mark' }),
-  })).json()) as { id: string };
+  const created = (await (await fetch(`${info.url}${resource.path}`, { method: 'POST', headers, body: JSON.stringify(resource.body) })).json()) as { id: string };
   return {
-    name: checkout, pid: child.pid!, opts: { url: `${info.url}/v3/customers/${customer.id}`, headers, connections: 50 },
+    name: checkout, pid: child.pid!, opts: { url: `${info.url}${resource.path}/${created.id}`, headers, connections: 50 },
     rounds: [] as { rps: number; server: number; postgres: number }[],
     async close() {
       await stopServer(child);

@@ -1,5 +1,6 @@
 import { p } from '@mikro-orm/core';
 import type { EntityManager, EntityName, MikroORM } from '@mikro-orm/postgresql';
+import { notFound } from '../platform/errors.ts';
 
 /**
  * Every business record belongs to one account and one mode (live or test). The `scope` filter,
@@ -57,6 +58,13 @@ export async function readScopedById<T extends object>(orm: MikroORM, scope: Sco
   const pool = await orm.em.getConnection().getNativeClient();
   const { rows } = await pool.query({ name: reader.statement, text: reader.sql, values: [id, scope.accountId, scope.livemode] });
   return rows[0] ? (reader.map(rows[0]) as T) : null;
+}
+
+/** `readScopedById`, or 404 `not_found` naming the record (`what`: 'customer', 'plan' …). */
+export async function readScopedOr404<T extends object>(orm: MikroORM, scope: Scope, entity: EntityName<T>, id: string, what: string): Promise<Readonly<T>> {
+  const record = await readScopedById(orm, scope, entity, id);
+  if (!record) throw notFound(what, id);
+  return record;
 }
 
 interface RowReader {

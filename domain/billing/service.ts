@@ -1,9 +1,9 @@
 import { LockMode } from '@mikro-orm/core';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { ApiError, conflict, notFound, validationFailed } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { recordEvent } from '../events/outbox.ts';
-import { findNewestPerParent, scopeColumns, type Scope } from '../scope.ts';
+import { findNewestPerParent, readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import {
   DAY_MS, DEFAULT_DUNNING, isoDay, subscriptionWorkflowId,
   type BillingCycle, type DunningPolicy, type Interval, type InvoiceLineItem, type PlanSnapshot, type ProrationItem,
@@ -48,6 +48,11 @@ export async function findPlan(em: EntityManager, id: string): Promise<BillingPl
   const plan = await em.findOne(BillingPlan, { id });
   if (!plan) throw notFound('plan', id);
   return plan;
+}
+
+/** A plan by id for GET /v3/plans/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readPlan(orm: MikroORM, scope: Scope, id: string): Promise<PlanView> {
+  return planView(await readScopedOr404(orm, scope, BillingPlan, id, 'plan'));
 }
 
 export async function listPlans(em: EntityManager, where: Record<string, unknown>, direction: 'asc' | 'desc', limit: number): Promise<PlanView[]> {
@@ -169,6 +174,11 @@ export async function getSubscription(em: EntityManager, id: string): Promise<Su
   return subscriptionView(await findSubscription(em, id));
 }
 
+/** A subscription by id for GET /v3/subscriptions/{id}, as `readPlan` reads. */
+export async function readSubscription(orm: MikroORM, scope: Scope, id: string): Promise<SubscriptionView> {
+  return subscriptionView(await readScopedOr404(orm, scope, Subscription, id, 'subscription'));
+}
+
 export async function listSubscriptions(
   em: EntityManager, filters: { customer_id?: string[] | undefined; status?: string[] | undefined },
   page: { where: Record<string, unknown>; direction: 'asc' | 'desc'; limit: number },
@@ -232,10 +242,9 @@ export function invoiceView(i: Invoice): InvoiceView {
   };
 }
 
-export async function getInvoice(em: EntityManager, id: string): Promise<InvoiceView> {
-  const inv = await em.findOne(Invoice, { id });
-  if (!inv) throw notFound('invoice', id);
-  return invoiceView(inv);
+/** An invoice by id for GET /v3/invoices/{id}, as `readPlan` reads. */
+export async function readInvoice(orm: MikroORM, scope: Scope, id: string): Promise<InvoiceView> {
+  return invoiceView(await readScopedOr404(orm, scope, Invoice, id, 'invoice'));
 }
 
 export async function listInvoices(

@@ -1,8 +1,8 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { conflict, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { toDecimalString } from '../money.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import { Product, Store, type Variant } from './entities.ts';
 import { loadRates, priceIn, type PriceView, type RateTable } from './pricing.ts';
 import type { ProductView } from './schemas.ts';
@@ -136,10 +136,9 @@ export async function createProduct(
   return productView(product);
 }
 
-export async function getProduct(em: EntityManager, id: string): Promise<ProductView> {
-  const product = await em.findOne(Product, { id });
-  if (!product) throw notFound('product', id);
-  return productView(product);
+/** A product by id for GET /v3/products/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readProduct(orm: MikroORM, scope: Scope, id: string): Promise<ProductView> {
+  return productView(await readScopedOr404(orm, scope, Product, id, 'product'));
 }
 
 /** Products by id (those of the EntityManager's account and mode; others are absent): GraphQL's loader. */

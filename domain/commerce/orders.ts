@@ -1,10 +1,10 @@
 import { LockMode } from '@mikro-orm/core';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { ApiError, conflict, notFound, validationFailed, type FieldError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { orderWorkflowId, type OrderDraft } from '../../workflows/commerce/shared.ts';
 import { recordEvent } from '../events/outbox.ts';
-import { findNewestPerParent, scopeColumns, type Scope } from '../scope.ts';
+import { findNewestPerParent, readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import type { PageArgs } from './catalog.ts';
 import {
   ORDER_STATUS_GROUPS, Order, Product, Store,
@@ -154,6 +154,11 @@ export async function findOrder(em: EntityManager, id: string): Promise<Order> {
   const order = await em.findOne(Order, { id });
   if (!order) throw notFound('order', id);
   return order;
+}
+
+/** An order by id for GET /v3/orders/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readOrder(orm: MikroORM, scope: Scope, id: string): Promise<OrderView> {
+  return orderView(await readScopedOr404(orm, scope, Order, id, 'order'));
 }
 
 export interface OrderFilters {

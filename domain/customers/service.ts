@@ -2,7 +2,7 @@ import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgres
 import { notFound, type FieldError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { recordEvent } from '../events/outbox.ts';
-import { readScopedById, scopeColumns, type Scope } from '../scope.ts';
+import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import { Customer } from './entities.ts';
 import type { Company, CustomerType, CustomerView } from './schemas.ts';
 
@@ -84,9 +84,7 @@ export async function createCustomer(em: EntityManager, scope: Scope, input: Cus
 }
 
 export async function getCustomer(orm: MikroORM, scope: Scope, id: string): Promise<CustomerView> {
-  const customer = await readScopedById(orm, scope, Customer, id);
-  if (!customer) throw notFound('customer', id);
-  return customerView(customer);
+  return customerView(await readScopedOr404(orm, scope, Customer, id, 'customer'));
 }
 
 /**

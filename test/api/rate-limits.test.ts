@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { hashKey } from '../../domain/accounts/keys.ts';
+import { v3Routes } from '../../domain/registry.ts';
 import { client } from '../support/http.ts';
 import type { TestPlatform } from '../support/platform.ts';
 import { usePlatform, type Http } from '../support/use-platform.ts';
@@ -187,6 +188,21 @@ describe('rate limits', () => {
     await platform.sql(`update api_keys set expires_at = clock_timestamp() - interval '1 second' where key_hash = $1`, [hashKey(other)]);
     const expired = await http(`/v3/customers/${mine.id}`, { key: other });
     expect([expired.status, expired.body.code]).toEqual([401, 'api_key_expired']);
+  });
+
+  it('judges every read marked readOnly by its admission: a key revoked after its context was remembered gets 401', async () => {
+    const readOnly = v3Routes.filter((r) => r.readOnly);
+    expect(readOnly.length).toBeGreaterThanOrEqual(9);
+    for (const route of readOnly) {
+      const path = route.path.replace(/\{[a-z_]+\}/g, 'missing_0');
+      const key = await platform.newKey();
+      // Admitted, its context remembered: the read's own error (no such record, or a malformed id).
+      const first = await http(path, { key });
+      expect([400, 404], `${route.path}: ${first.text}`).toContain(first.status);
+      await platform.sql(`update api_keys set status = 'revoked' where key_hash = $1`, [hashKey(key)]);
+      const revoked = await http(path, { key });
+      expect([revoked.status, revoked.body.code], route.path).toEqual([401, 'api_key_revoked']);
+    }
   });
 
   it('answers a read\'s own error (404) only once the key is admitted, and a limit before it', async () => {

@@ -3,8 +3,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import type { CardInput } from '../../../domain/payments/public.ts';
 import {
-  createPlan, createTaxRate, createTestClock, findPlan, findTestClock, clockView, getInvoice, getSubscription, listInvoices, listPlans,
-  listSubscriptions, listTaxRates, planView, recordUsage,
+  createPlan, createTaxRate, createTestClock, findTestClock, clockView, listInvoices, listPlans,
+  listSubscriptions, listTaxRates, readInvoice, readPlan, readSubscription, recordUsage,
 } from '../../../domain/billing/service.ts';
 import {
   advanceTestClock, cancelSubscription, changeSubscriptionPlan, createSubscription, pauseSubscription, resumeSubscription, updatePaymentMethod,
@@ -83,8 +83,8 @@ export const billingRoutes = [
   }),
   getRoute({
     path: '/v3/plans/{plan_id}', operationId: 'getPlan', tag: 'Billing', summary: 'Retrieve a plan',
-    permission: 'billing:read', params: z.strictObject({ plan_id: id }), response: planSchema,
-    get: async ({ em, params }) => planView(await findPlan(em(), params.plan_id)),
+    permission: 'billing:read', readOnly: true, params: z.strictObject({ plan_id: id }), response: planSchema,
+    get: ({ deps, auth, params }) => readPlan(deps.orm, auth, params.plan_id),
   }),
   listRoute({
     path: '/v3/plans', operationId: 'listPlans', tag: 'Billing', summary: 'List plans',
@@ -125,8 +125,8 @@ export const billingRoutes = [
   }),
   getRoute({
     path: '/v3/subscriptions/{subscription_id}', operationId: 'getSubscription', tag: 'Billing', summary: 'Retrieve a subscription',
-    permission: 'billing:read', params: subscriptionParams, response: subscriptionSchema,
-    get: ({ em, params }) => getSubscription(em(), params.subscription_id),
+    permission: 'billing:read', readOnly: true, params: subscriptionParams, response: subscriptionSchema,
+    get: ({ deps, auth, params }) => readSubscription(deps.orm, auth, params.subscription_id),
   }),
   listRoute({
     path: '/v3/subscriptions', operationId: 'listSubscriptions', tag: 'Billing', summary: 'List subscriptions',
@@ -177,8 +177,8 @@ export const billingRoutes = [
   }),
   getRoute({
     path: '/v3/invoices/{invoice_id}', operationId: 'getInvoice', tag: 'Billing', summary: 'Retrieve an invoice',
-    permission: 'billing:read', params: z.strictObject({ invoice_id: id }), response: invoiceSchema,
-    get: ({ em, params }) => getInvoice(em(), params.invoice_id),
+    permission: 'billing:read', readOnly: true, params: z.strictObject({ invoice_id: id }), response: invoiceSchema,
+    get: ({ deps, auth, params }) => readInvoice(deps.orm, auth, params.invoice_id),
   }),
   listRoute({
     path: '/v3/invoices', operationId: 'listInvoices', tag: 'Billing', summary: 'List invoices',

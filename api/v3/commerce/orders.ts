@@ -3,7 +3,7 @@ import { ORDER_STATUS_GROUPS, type OrderStatusGroup } from '../../../domain/comm
 import { ORDER_STATUSES, PAYMENT_STATUSES, orderSchema } from '../../../domain/commerce/schemas.ts';
 import { placeOrder, transitionOrder } from '../../../domain/commerce/order-process.ts';
 import { createOrderBody } from '../../../domain/commerce/requests.ts';
-import { findOrder, listOrders, markOrderPaid, orderView, updateOrder } from '../../../domain/commerce/orders.ts';
+import { listOrders, markOrderPaid, readOrder, updateOrder } from '../../../domain/commerce/orders.ts';
 import { csv, dateOrTimestamp } from '../../http/schemas.ts';
 import { listQuery, listRoute } from '../../http/pagination.ts';
 import { getRoute, route } from '../../http/route.ts';
@@ -42,9 +42,9 @@ export const orderRoutes = [
   }),
   getRoute({
     path: '/v3/orders/{order_id}', operationId: 'getOrder', tag: 'Commerce',
-    summary: 'Retrieve an order', permission: 'commerce:read',
+    summary: 'Retrieve an order', permission: 'commerce:read', readOnly: true,
     params: orderId, response: orderSchema,
-    get: async ({ em, params }) => orderView(await findOrder(em(), params.order_id)),
+    get: ({ deps, auth, params }) => readOrder(deps.orm, auth, params.order_id),
   }),
   listRoute({
     path: '/v3/orders', operationId: 'listOrders', tag: 'Commerce',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { createProduct, createStore, findStore, getProduct, listProducts, listStores, storeView } from '../../../domain/commerce/catalog.ts';
+import { createProduct, createStore, findStore, listProducts, listStores, readProduct, storeView } from '../../../domain/commerce/catalog.ts';
 import { MAX_STOCK } from '../../../domain/commerce/inventory.ts';
 import { productSchema } from '../../../domain/commerce/schemas.ts';
 import { count, csv, metadata, currency, minorUnits } from '../../http/schemas.ts';
@@ -111,8 +111,8 @@ export const storeRoutes = [
   }),
   getRoute({
     path: '/v3/products/{product_id}', operationId: 'getProduct', tag: 'Commerce',
-    summary: 'Retrieve a product', permission: 'commerce:read',
+    summary: 'Retrieve a product', permission: 'commerce:read', readOnly: true,
     params: productId, response: productSchema,
-    get: ({ em, params }) => getProduct(em(), params.product_id),
+    get: ({ deps, auth, params }) => readProduct(deps.orm, auth, params.product_id),
   }),
 ];

@@ -200,7 +200,7 @@ export const paymentRoutes = [
   }),
   getRoute({
     path: '/v3/payments/{payment_id}/status', operationId: 'getPaymentStatus', tag: 'Payments',
-    summary: 'A payment\'s status, amount, gateway, settlement and risk score', permission: 'payments:read',
+    summary: 'A payment\'s status, amount, gateway, settlement and risk score', permission: 'payments:read', readOnly: true,
     params: paymentId, response: paymentSchema,
     get: ({ em, params }) => getPayment(em(), params.payment_id),
   }),

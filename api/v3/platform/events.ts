@@ -24,7 +24,7 @@ export const eventRoutes = [
   }),
   getRoute({
     path: '/v3/events/{event_id}', operationId: 'getEvent', tag: 'Events',
-    summary: 'Retrieve an event', permission: 'webhooks:read',
+    summary: 'Retrieve an event', permission: 'webhooks:read', readOnly: true,
     params: z.strictObject({ event_id: z.string().min(1).max(64) }), response: eventSchema,
     get: ({ em, params }) => getEvent(em(), params.event_id),
   }),

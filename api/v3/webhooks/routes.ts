@@ -97,7 +97,7 @@ export function webhookRoutes(ctx: AreaContext) {
   }),
   getRoute({
     path: '/v3/webhooks/{webhook_id}', operationId: 'getWebhookEndpoint', tag: 'Webhooks',
-    summary: 'Retrieve a webhook endpoint', permission: 'webhooks:read',
+    summary: 'Retrieve a webhook endpoint', permission: 'webhooks:read', readOnly: true,
     params: webhookId, response: endpointSchema,
     get: ({ em, params }) => getEndpoint(em(), params.webhook_id),
   }),
