@@ -1,8 +1,7 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { notFound } from '../../platform/errors.ts';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { newId } from '../../platform/ids.ts';
 import type { CustomerMetrics } from './consumers.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import type { EventKind } from './catalog.ts';
 import { DomainEvent } from './entities.ts';
 import type { EventView } from './schemas.ts';
@@ -45,10 +44,9 @@ export function eventView(e: DomainEvent): EventView {
   };
 }
 
-export async function getEvent(em: EntityManager, id: string): Promise<EventView> {
-  const event = await em.findOne(DomainEvent, { id });
-  if (!event) throw notFound('event', id);
-  return eventView(event);
+/** An event by id for GET /v3/events/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readEvent(orm: MikroORM, scope: Scope, id: string): Promise<EventView> {
+  return eventView(await readScopedOr404(orm, scope, DomainEvent, id, 'event'));
 }
 
 export interface EventFilters {

@@ -1,8 +1,8 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { ApiError, conflict, notFound, validationFailed, type FieldError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { ALL_EVENTS, type EventCatalog } from '../events/catalog.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import { DestinationRefused, checkUrl, resolveDestination, type DestinationPolicy, type Resolver } from './destination.ts';
 import {
   WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint, type DeliveryStatus,
@@ -173,6 +173,11 @@ async function findEndpoint(em: EntityManager, id: string): Promise<WebhookEndpo
 
 export async function getEndpoint(em: EntityManager, id: string): Promise<EndpointView> {
   return endpointView(await findEndpoint(em, id));
+}
+
+/** An endpoint by id for GET /v3/webhooks/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readEndpoint(orm: MikroORM, scope: Scope, id: string): Promise<EndpointView> {
+  return endpointView(await readScopedOr404(orm, scope, WebhookEndpoint, id, 'webhook endpoint'));
 }
 
 export async function listEndpoints(

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { eventSchema } from '../../../domain/events/schemas.ts';
-import { getEvent, listEvents } from '../../../domain/events/service.ts';
+import { listEvents, readEvent } from '../../../domain/events/service.ts';
 import { listQuery, listRoute } from '../../http/pagination.ts';
 import { getRoute } from '../../http/route.ts';
 import { csv, dateOrTimestamp } from '../../http/schemas.ts';
@@ -26,6 +26,6 @@ export const eventRoutes = [
     path: '/v3/events/{event_id}', operationId: 'getEvent', tag: 'Events',
     summary: 'Retrieve an event', permission: 'webhooks:read', readOnly: true,
     params: z.strictObject({ event_id: z.string().min(1).max(64) }), response: eventSchema,
-    get: ({ em, params }) => getEvent(em(), params.event_id),
+    get: ({ deps, auth, params }) => readEvent(deps.orm, auth, params.event_id),
   }),
 ];

@@ -3,7 +3,7 @@ import { ALL_EVENTS } from '../../../domain/events/catalog.ts';
 import { replayDelivery, sendTestEvent } from '../../../domain/webhooks/actions.ts';
 import { DELIVERY_STATUSES, attemptSchema, deliverySchema, endpointSchema } from '../../../domain/webhooks/schemas.ts';
 import {
-  createEndpoint, deleteEndpoint, getDelivery, getEndpoint, listDeliveries, listEndpoints, rotateSecret, updateEndpoint,
+  createEndpoint, deleteEndpoint, getDelivery, listDeliveries, listEndpoints, readEndpoint, rotateSecret, updateEndpoint,
   type EndpointSettings,
 } from '../../../domain/webhooks/service.ts';
 import { SECRET_PREFIX } from '../../../domain/webhooks/signing.ts';
@@ -99,7 +99,7 @@ export function webhookRoutes(ctx: AreaContext) {
     path: '/v3/webhooks/{webhook_id}', operationId: 'getWebhookEndpoint', tag: 'Webhooks',
     summary: 'Retrieve a webhook endpoint', permission: 'webhooks:read', readOnly: true,
     params: webhookId, response: endpointSchema,
-    get: ({ em, params }) => getEndpoint(em(), params.webhook_id),
+    get: ({ deps, auth, params }) => readEndpoint(deps.orm, auth, params.webhook_id),
   }),
   route({
     method: 'patch', path: '/v3/webhooks/{webhook_id}', operationId: 'updateWebhookEndpoint', tag: 'Webhooks',
