@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { conflict, notFound, validationFailed } from '../../platform/errors.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import { InvoiceTemplate } from './invoice-template-entity.ts';
 
 /**
@@ -164,8 +164,9 @@ export async function findTemplate(em: EntityManager, id: string): Promise<Invoi
   return t;
 }
 
-export async function getTemplate(em: EntityManager, id: string): Promise<InvoiceTemplateView> {
-  return templateView(await findTemplate(em, id));
+/** Invoice template by id for GET /v3/invoice_templates/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readTemplate(orm: MikroORM, scope: Scope, id: string): Promise<InvoiceTemplateView> {
+  return templateView(await readScopedOr404(orm, scope, InvoiceTemplate, id, 'invoice template'));
 }
 
 export async function listTemplates(

@@ -56,6 +56,11 @@ export async function findStore(em: EntityManager, id: string): Promise<Store> {
   return store;
 }
 
+/** Store by id for GET /v3/stores/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readStore(orm: MikroORM, scope: Scope, id: string): Promise<StoreView> {
+  return storeView(await readScopedOr404(orm, scope, Store, id, 'store'));
+}
+
 export async function listStores(em: EntityManager, page: PageArgs): Promise<StoreView[]> {
   const rows = await em.find(Store, page.where, { orderBy: { id: page.direction }, limit: page.limit + 1 });
   return rows.map(storeView);

@@ -1,7 +1,7 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { conflict, notFound } from '../../platform/errors.ts';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { conflict } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import type { PageArgs } from './catalog.ts';
 import { Warehouse, type Address } from './entities.ts';
 import { isUniqueViolation } from './sql.ts';
@@ -47,10 +47,9 @@ export async function createWarehouse(em: EntityManager, scope: Scope, input: Wa
   return warehouseView(warehouse);
 }
 
-export async function getWarehouse(em: EntityManager, id: string): Promise<WarehouseView> {
-  const warehouse = await em.findOne(Warehouse, { id });
-  if (!warehouse) throw notFound('warehouse', id);
-  return warehouseView(warehouse);
+/** Warehouse by id for GET /v3/warehouses/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readWarehouse(orm: MikroORM, scope: Scope, id: string): Promise<WarehouseView> {
+  return warehouseView(await readScopedOr404(orm, scope, Warehouse, id, 'warehouse'));
 }
 
 export async function listWarehouses(em: EntityManager, page: PageArgs): Promise<WarehouseView[]> {

@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import { conflict, notFound, validationFailed } from '../../platform/errors.ts';
@@ -11,7 +11,7 @@ import {
 } from '../../workflows/crm/shared.ts';
 import { perPass, type EventConsumer, type WorkflowStartRequest } from '../events/consumers.ts';
 import { Customer, customerView, type CustomerView } from '../customers/public.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import { Segment } from './entities.ts';
 import { customerMetricsOf } from './metrics.ts';
 import type { SegmentMembershipView, SegmentView } from './schemas.ts';
@@ -137,8 +137,9 @@ export async function createSegment(deps: SegmentDeps, em: EntityManager, scope:
   return segmentView(await em.refreshOrFail(await findSegment(em, id)));
 }
 
-export async function getSegment(em: EntityManager, id: string): Promise<SegmentView> {
-  return segmentView(await findSegment(em, id));
+/** Segment by id for GET /v3/segments/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readSegment(orm: MikroORM, scope: Scope, id: string): Promise<SegmentView> {
+  return segmentView(await readScopedOr404(orm, scope, Segment, id, 'segment'));
 }
 
 export async function listSegments(

@@ -1,7 +1,7 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { conflict, notFound, validationFailed } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import { CrmTask, type TaskStatus } from './entities.ts';
 import { Customer } from '../customers/public.ts';
 
@@ -62,6 +62,11 @@ export async function getTask(em: EntityManager, id: string): Promise<TaskView> 
   const task = await em.findOne(CrmTask, { id });
   if (!task) throw notFound('task', id);
   return taskView(task);
+}
+
+/** Task by id for GET /v3/crm/tasks/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readTask(orm: MikroORM, scope: Scope, id: string): Promise<TaskView> {
+  return taskView(await readScopedOr404(orm, scope, CrmTask, id, 'task'));
 }
 
 export async function listTasks(

@@ -1,8 +1,8 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { conflict, notFound, validationFailed, type FieldError } from '../../platform/errors.ts';
 import { checkCustomers } from '../customers/public.ts';
 import { toMajorNumber } from '../money.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import { projectAnalytics } from './accounting.ts';
 import { Project, type Milestone, type ProjectStatus } from './entities.ts';
 import { ensureLedger, noteBudget, projectTotals } from './ledger.ts';
@@ -72,6 +72,11 @@ export async function findProject(em: EntityManager, id: string): Promise<Projec
 
 export async function getProject(em: EntityManager, id: string): Promise<ProjectView> {
   return projectView(await findProject(em, id));
+}
+
+/** Project by id for GET /v3/projects/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readProject(orm: MikroORM, scope: Scope, id: string): Promise<ProjectView> {
+  return projectView(await readScopedOr404(orm, scope, Project, id, 'project'));
 }
 
 export async function listProjects(

@@ -1,6 +1,6 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { notFound } from '../../platform/errors.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import { Vendor } from './entities.ts';
 import type { VendorView } from './schemas.ts';
 
@@ -29,6 +29,11 @@ export async function findVendor(em: EntityManager, id: string): Promise<Vendor>
   const vendor = await em.findOne(Vendor, { id });
   if (!vendor) throw notFound('vendor', id);
   return vendor;
+}
+
+/** Vendor by id for GET /v3/vendors/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readVendor(orm: MikroORM, scope: Scope, id: string): Promise<VendorView> {
+  return vendorView(await readScopedOr404(orm, scope, Vendor, id, 'vendor'));
 }
 
 export async function listVendors(em: EntityManager, page: { where: Record<string, unknown>; direction: 'asc' | 'desc'; limit: number }): Promise<VendorView[]> {

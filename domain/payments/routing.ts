@@ -1,6 +1,6 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { ApiError, notFound } from '../../platform/errors.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import type { CardBrand, CardInput, CardOnFile } from './cards.ts';
 import { PaymentRoutingRule } from './entities.ts';
 import type { PaymentGateways } from './gateways/index.ts';
@@ -66,8 +66,9 @@ async function findRule(em: EntityManager, id: string): Promise<PaymentRoutingRu
   return rule;
 }
 
-export async function getRoutingRule(em: EntityManager, id: string): Promise<RoutingRuleView> {
-  return ruleView(await findRule(em, id));
+/** Routing rule by id for GET /v3/payments/routing_rules/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readRoutingRule(orm: MikroORM, scope: Scope, id: string): Promise<RoutingRuleView> {
+  return ruleView(await readScopedOr404(orm, scope, PaymentRoutingRule, id, 'routing rule'));
 }
 
 export async function updateRoutingRule(em: EntityManager, id: string, patch: Partial<RoutingRuleInput>): Promise<RoutingRuleView> {

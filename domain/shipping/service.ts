@@ -1,8 +1,8 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { notFound } from '../../platform/errors.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { findOrder, orderView } from '../commerce/public.ts';
-import { findNewestPerParent, scopeColumns, type Scope } from '../scope.ts';
+import { readScopedOr404, findNewestPerParent, scopeColumns, type Scope } from '../scope.ts';
 import type { CarrierScan, ShipmentStatus } from './carriers/types.ts';
 import { Shipment, type ShippingPickup, type ShippingTestClock } from './entities.ts';
 import type { PickupView, ShipmentTrackingView, ShipmentView, ShippingTestClockView } from './schemas.ts';
@@ -50,6 +50,11 @@ export async function findShipment(em: EntityManager, id: string): Promise<Shipm
 
 export async function getShipment(em: EntityManager, id: string): Promise<ShipmentView> {
   return shipmentView(await findShipment(em, id));
+}
+
+/** Shipment by id for GET /v3/shipping/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readShipment(orm: MikroORM, scope: Scope, id: string): Promise<ShipmentView> {
+  return shipmentView(await readScopedOr404(orm, scope, Shipment, id, 'shipment'));
 }
 
 export async function findShipmentByRequestKey(em: EntityManager, key: string): Promise<ShipmentView | null> {

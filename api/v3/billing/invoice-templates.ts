@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { createDraftInvoice, finalizeInvoice, invoicePdf } from '../../../domain/billing/invoice-documents.ts';
 import {
-  archiveTemplate, assignedTemplate, assignTemplate, createTemplate, getTemplate, invoiceTemplateSchema, listTemplates, templateBody, updateTemplate,
+  archiveTemplate, assignedTemplate, assignTemplate, createTemplate, invoiceTemplateSchema, listTemplates, readTemplate, templateBody, updateTemplate,
 } from '../../../domain/billing/invoice-templates.ts';
 import { invoiceSchema } from '../../../domain/billing/schemas.ts';
 import { findSubscription } from '../../../domain/billing/service.ts';
@@ -48,8 +48,8 @@ export const invoiceTemplateRoutes = [
   }),
   getRoute({
     path: '/v3/invoice_templates/{template_id}', operationId: 'getInvoiceTemplate', tag: 'Billing', summary: 'Retrieve an invoice template',
-    permission: 'billing:read', params: templateId, response: invoiceTemplateSchema,
-    get: ({ em, params }) => getTemplate(em(), params.template_id),
+    permission: 'billing:read', readOnly: true, params: templateId, response: invoiceTemplateSchema,
+    get: ({ deps, auth, params }) => readTemplate(deps.orm, auth, params.template_id),
   }),
   route({
     method: 'patch', path: '/v3/invoice_templates/{template_id}', operationId: 'updateInvoiceTemplate', tag: 'Billing',

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MAX_BULK_ITEMS, MAX_STOCK, STOCK_OPERATIONS, applyStockChanges, getStock } from '../../../domain/commerce/inventory.ts';
 import { inventoryLevelSchema } from '../../../domain/commerce/schemas.ts';
-import { createWarehouse, getWarehouse, listWarehouses } from '../../../domain/commerce/warehouses.ts';
+import { createWarehouse, listWarehouses, readWarehouse } from '../../../domain/commerce/warehouses.ts';
 import { metadata } from '../../http/schemas.ts';
 import { listRoute } from '../../http/pagination.ts';
 import { getRoute, route } from '../../http/route.ts';
@@ -59,9 +59,9 @@ export const inventoryRoutes = [
   }),
   getRoute({
     path: '/v3/warehouses/{warehouse_id}', operationId: 'getWarehouse', tag: 'Warehouses',
-    summary: 'Retrieve a warehouse', permission: 'warehouses:read',
+    summary: 'Retrieve a warehouse', permission: 'warehouses:read', readOnly: true,
     params: warehouseId, response: warehouseSchema,
-    get: ({ em, params }) => getWarehouse(em(), params.warehouse_id),
+    get: ({ deps, auth, params }) => readWarehouse(deps.orm, auth, params.warehouse_id),
   }),
   listRoute({
     path: '/v3/warehouses', operationId: 'listWarehouses', tag: 'Warehouses',

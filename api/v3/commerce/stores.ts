@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { createProduct, createStore, findStore, listProducts, listStores, readProduct, storeView } from '../../../domain/commerce/catalog.ts';
+import { createProduct, createStore, findStore, listProducts, listStores, readProduct, readStore } from '../../../domain/commerce/catalog.ts';
 import { MAX_STOCK } from '../../../domain/commerce/inventory.ts';
 import { productSchema } from '../../../domain/commerce/schemas.ts';
 import { count, csv, metadata, currency, minorUnits } from '../../http/schemas.ts';
@@ -81,9 +81,9 @@ export const storeRoutes = [
   }),
   getRoute({
     path: '/v3/stores/{store_id}', operationId: 'getStore', tag: 'Commerce',
-    summary: 'Retrieve a store', permission: 'commerce:read',
+    summary: 'Retrieve a store', permission: 'commerce:read', readOnly: true,
     params: storeId, response: storeSchema,
-    get: async ({ em, params }) => storeView(await findStore(em(), params.store_id)),
+    get: ({ deps, auth, params }) => readStore(deps.orm, auth, params.store_id),
   }),
   listRoute({
     path: '/v3/stores', operationId: 'listStores', tag: 'Commerce',

@@ -6,7 +6,7 @@ import {
   CONDITION_OPERATORS, INTERACTION_DIRECTIONS, INTERACTION_TYPES, MESSAGE_CHANNELS, TASK_PRIORITIES, TASK_STATUSES,
 } from '../../../domain/crm/entities.ts';
 import { listInteractions, recordInteraction, recordTouchpoint } from '../../../domain/crm/interactions.ts';
-import { completeTask, createTask, getTask, listTasks } from '../../../domain/crm/tasks.ts';
+import { completeTask, createTask, listTasks, readTask } from '../../../domain/crm/tasks.ts';
 import { csv, currency, jsonValue, metadata } from '../../http/schemas.ts';
 import { listQuery, listRoute } from '../../http/pagination.ts';
 import { getRoute, route } from '../../http/route.ts';
@@ -258,9 +258,9 @@ const automationRoutes = (eventTypes: readonly string[]) => [
   }),
   getRoute({
     path: '/v3/crm/tasks/{task_id}', operationId: 'getTask', tag: 'CRM',
-    summary: 'Retrieve a task', permission: 'crm:read',
+    summary: 'Retrieve a task', permission: 'crm:read', readOnly: true,
     params: taskId, response: taskSchema,
-    get: ({ em, params }) => getTask(em(), params.task_id),
+    get: ({ deps, auth, params }) => readTask(deps.orm, auth, params.task_id),
   }),
   route({
     method: 'post', path: '/v3/crm/tasks/{task_id}/complete', operationId: 'completeTask', tag: 'CRM',

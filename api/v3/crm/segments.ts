@@ -3,7 +3,7 @@ import { customerSchema } from '../../../domain/customers/public.ts';
 import { segmentSchema } from '../../../domain/crm/schemas.ts';
 import { ruleGroupSchema } from '../../../domain/crm/segment-rules.ts';
 import {
-  archiveSegment, createSegment, getSegment, listSegmentCustomers, listSegments, refreshSegment, updateSegment,
+  archiveSegment, createSegment, listSegmentCustomers, listSegments, readSegment, refreshSegment, updateSegment,
 } from '../../../domain/crm/segments.ts';
 import { csv, metadata } from '../../http/schemas.ts';
 import { listQuery, listRoute } from '../../http/pagination.ts';
@@ -35,8 +35,8 @@ export const segmentRoutes = [
   }),
   getRoute({
     path: '/v3/segments/{segment_id}', operationId: 'getSegment', tag: 'Customers', summary: 'Retrieve a segment',
-    permission: 'crm:read', params: segmentId, response: segmentSchema,
-    get: ({ em, params }) => getSegment(em(), params.segment_id),
+    permission: 'crm:read', readOnly: true, params: segmentId, response: segmentSchema,
+    get: ({ deps, auth, params }) => readSegment(deps.orm, auth, params.segment_id),
   }),
   route({
     method: 'patch', path: '/v3/segments/{segment_id}', operationId: 'updateSegment', tag: 'Customers',

@@ -9,12 +9,12 @@ import {
   actorOf, advanceOrderClock, approveOrder, billOrder, cancelOrder, createProcurementOrder, editOrderItems, getProcurementOrder,
   listProcurementOrders, receiveOrder, rejectOrder, submitOrder, type ProcurementContext,
 } from '../../../domain/erp/procurement.ts';
-import { createProject, getProject, getProjectAnalytics, listProjects, updateProject } from '../../../domain/erp/projects.ts';
+import { createProject, getProject, getProjectAnalytics, listProjects, readProject, updateProject } from '../../../domain/erp/projects.ts';
 import {
   erpSettingsSchema, exchangeRateSchema, financialTransactionSchema, ledgerAccountSchema, procurementOrderSchema,
   projectAnalyticsSchema, projectSchema, trialBalanceSchema, vendorSchema,
 } from '../../../domain/erp/schemas.ts';
-import { createVendor, findVendor, listVendors, vendorView } from '../../../domain/erp/vendors.ts';
+import { createVendor, listVendors, readVendor } from '../../../domain/erp/vendors.ts';
 import { exponent, toMinorUnits } from '../../../domain/money.ts';
 import { validationFailed } from '../../../platform/errors.ts';
 import { PROCUREMENT_STATUSES } from '../../../workflows/erp/shared.ts';
@@ -261,8 +261,8 @@ const projectRoutes = [
     list: ({ em, query }, page) => listProjects(em(), { status: query.status, customerId: query.customer_id }, page),
   }),
   getRoute({
-    path: '/v3/projects/{project_id}', operationId: 'getProject', tag: TAG, summary: 'Retrieve a project', permission: 'erp:read',
-    params: projectId, response: projectSchema, get: ({ em, params }) => getProject(em(), params.project_id),
+    path: '/v3/projects/{project_id}', operationId: 'getProject', tag: TAG, summary: 'Retrieve a project', permission: 'erp:read', readOnly: true,
+    params: projectId, response: projectSchema, get: ({ deps, auth, params }) => readProject(deps.orm, auth, params.project_id),
   }),
   route({
     method: 'patch', path: '/v3/projects/{project_id}', operationId: 'updateProject', tag: TAG,
@@ -316,8 +316,8 @@ const vendorRoutes = [
     list: ({ em }, page) => listVendors(em(), page),
   }),
   getRoute({
-    path: '/v3/vendors/{vendor_id}', operationId: 'getVendor', tag: TAG, summary: 'Retrieve a vendor', permission: 'erp:read',
-    params: vendorId, response: vendorSchema, get: async ({ em, params }) => vendorView(await findVendor(em(), params.vendor_id)),
+    path: '/v3/vendors/{vendor_id}', operationId: 'getVendor', tag: TAG, summary: 'Retrieve a vendor', permission: 'erp:read', readOnly: true,
+    params: vendorId, response: vendorSchema, get: ({ deps, auth, params }) => readVendor(deps.orm, auth, params.vendor_id),
   }),
 ];
 

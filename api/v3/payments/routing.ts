@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { GATEWAY_NAMES } from '../../../domain/payments/gateways/types.ts';
-import { createRoutingRule, getRoutingRule, listRoutingRules, updateRoutingRule } from '../../../domain/payments/routing.ts';
+import { createRoutingRule, listRoutingRules, readRoutingRule, updateRoutingRule } from '../../../domain/payments/routing.ts';
 import { routingConditionsSchema, routingRuleSchema } from '../../../domain/payments/schemas.ts';
 import { listRoute } from '../../http/pagination.ts';
 import { getRoute, route } from '../../http/route.ts';
@@ -36,8 +36,8 @@ export const routingRoutes = [
   }),
   getRoute({
     path: '/v3/payments/routing_rules/{routing_rule_id}', operationId: 'getRoutingRule', tag: 'Payments', summary: 'Retrieve a gateway routing rule',
-    permission: 'payments:read', params: ruleParams, response: routingRuleSchema,
-    get: ({ em, params }) => getRoutingRule(em(), params.routing_rule_id),
+    permission: 'payments:read', readOnly: true, params: ruleParams, response: routingRuleSchema,
+    get: ({ deps, auth, params }) => readRoutingRule(deps.orm, auth, params.routing_rule_id),
   }),
   route({
     method: 'patch', path: '/v3/payments/routing_rules/{routing_rule_id}', operationId: 'updateRoutingRule', tag: 'Payments',

@@ -8,7 +8,7 @@ import { receivePush } from '../../../domain/shipping/push.ts';
 import {
   pickupSchema, pushReceiptSchema, rateComparisonSchema, ratesSchema, shipmentSchema, shipmentTrackingSchema, shippingTestClockSchema,
 } from '../../../domain/shipping/schemas.ts';
-import { getShipment, getTracking, listShipments } from '../../../domain/shipping/service.ts';
+import { getTracking, listShipments, readShipment } from '../../../domain/shipping/service.ts';
 import {
   advanceTestClock, cancelShipment, createShipment, createTestClock, getTestClock, markComparison, quoteRates, type ShippingContext,
 } from '../../../domain/shipping/shipments.ts';
@@ -228,8 +228,8 @@ export const shippingRoutes = [
   }),
   getRoute({
     path: '/v3/shipping/{shipment_id}', operationId: 'getShipment', tag: 'Shipping', summary: 'Retrieve a shipment',
-    permission: 'shipping:read', params: shipmentId, response: shipmentSchema,
-    get: ({ em, params }) => getShipment(em(), params.shipment_id),
+    permission: 'shipping:read', readOnly: true, params: shipmentId, response: shipmentSchema,
+    get: ({ deps, auth, params }) => readShipment(deps.orm, auth, params.shipment_id),
   }),
   getRoute({
     path: '/v3/shipping/{shipment_id}/track', operationId: 'trackShipment', tag: 'Shipping',
