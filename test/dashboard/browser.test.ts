@@ -135,8 +135,10 @@ describe('the dashboard in a browser', () => {
     const focused = () => page.evaluate('document.activeElement?.textContent');
     // The page's heading takes the focus once the page has rendered (an effect): wait for the
     // heading itself, not only its text (the nav link pressed has the same text).
+    // Polled from the test: page.waitForFunction polls inside the page with eval once its first check
+    // fails, which the dashboard's Content-Security-Policy (no 'unsafe-eval') refuses.
     const headingFocused = async (title: string) => {
-      await page.waitForFunction("document.activeElement?.id === 'page-title'", undefined, { timeout: 5_000 });
+      await expect.poll(() => page.evaluate('document.activeElement?.id'), { timeout: 5_000 }).toBe('page-title');
       expect(await focused()).toBe(title);
     };
     // A new page puts the focus on its heading; Tab goes on to the page's first control.
