@@ -16,7 +16,7 @@ import { createOrm } from '../db/orm.ts';
 import { createAccount, createKey } from '../domain/accounts/service.ts';
 import { permissionScopes } from '../domain/registry.ts';
 import { withDatabase } from '../platform/throwaway-infra.ts';
-import { cpuTicksByComm, cpuTicksOf, ticksSince, TICKS_PER_SECOND } from './cpu.ts';
+import { cpuMark, cpuPerOperation } from './cpu.ts';
 import { BENCH_ENV, autocannonRun, median, spawnServer, startInfra, stopServer } from './harness.ts';
 
 const other = process.argv[2];
@@ -68,11 +68,10 @@ try {
       // Unmeasured: a server that sat idle while the other was loaded spends its first seconds back
       // at a higher cost per request (its heap and compiled code shrank meanwhile).
       await autocannonRun({ ...s.opts, duration: 2 });
-      const server = cpuTicksOf(s.pid);
-      const postgres = cpuTicksByComm('postgres');
+      const mark = cpuMark(s.pid);
       const result = await autocannonRun({ ...s.opts, duration: 5 });
-      const perRequest = (ticks: number) => Math.round((ticks * 1e6) / TICKS_PER_SECOND / result.total);
-      s.rounds.push({ rps: result.requestsPerSec, server: perRequest(cpuTicksOf(s.pid) - server), postgres: perRequest(ticksSince(postgres, cpuTicksByComm('postgres'))) });
+      const { server, postgres } = cpuPerOperation(mark, result.total);
+      s.rounds.push({ rps: result.requestsPerSec, server, postgres });
     }
   }
   const [a, b] = sides as [typeof sides[0], typeof sides[0]];

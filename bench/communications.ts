@@ -1,24 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { autocannonRun, percentile, type Scenario } from './harness.ts';
+import { autocannonRun, emptyWorkflows, type Scenario } from './harness.ts';
 
 const CLIENTS = 10;
 const DURATION_S = 10;
-
-/** `clients` loops starting and awaiting an empty workflow on `taskQueue` for `seconds`. */
-async function emptyWorkflows(client: Client, taskQueue: string, clients: number, seconds: number) {
-  const latencies: number[] = [];
-  const until = Date.now() + seconds * 1000;
-  await Promise.all(Array.from({ length: clients }, async () => {
-    while (Date.now() < until) {
-      const t0 = performance.now();
-      await client.workflow.execute('paymentsBaselineWorkflow', { taskQueue, workflowId: `bench-empty-${randomUUID()}` });
-      latencies.push(performance.now() - t0);
-    }
-  }));
-  latencies.sort((a, b) => a - b);
-  return { perSec: Math.round(latencies.length / seconds), p50: Math.round(percentile(latencies, 50)), p99: Math.round(percentile(latencies, 99)) };
-}
 
 /**
  * Calls started per second end to end — HTTP → the caller's number checked → update-with-start of

@@ -49,3 +49,41 @@ export async function settled(pid: number, maxMs = 15_000): Promise<number> {
     if (cpuTicksOf(pid) - before < 0.15 * 0.5 * TICKS_PER_SECOND || Date.now() - started >= maxMs) return Date.now() - started;
   }
 }
+
+/** CPU so far of a server process, PostgreSQL, Temporal and this process: the start of a measurement. */
+export function cpuMark(serverPid: number) {
+  return { serverPid, server: cpuTicksOf(serverPid), postgres: cpuTicksByComm('postgres'), temporal: cpuTicksByComm('temporal'), self: process.cpuUsage() };
+}
+
+/** Microseconds of CPU per operation of each side since `mark`, over `operations` operations. */
+export function cpuPerOperation(mark: ReturnType<typeof cpuMark>, operations: number) {
+  const us = (ticks: number) => Math.round((ticks * 1e6) / TICKS_PER_SECOND / operations);
+  const self = process.cpuUsage(mark.self);
+  return {
+    server: us(cpuTicksOf(mark.serverPid) - mark.server),
+    postgres: us(ticksSince(mark.postgres, cpuTicksByComm('postgres'))),
+    temporal: us(ticksSince(mark.temporal, cpuTicksByComm('temporal'))),
+    load_generator: Math.round((self.user + self.system) / operations),
+  };
+}
+
+type Sql = <T extends Record<string, unknown>>(text: string, values?: unknown[]) => Promise<T[]>;
+
+/**
+ * `BENCH_PGSS=1` (PostgreSQL started with `shared_preload_libraries = 'pg_stat_statements'`): what
+ * PostgreSQL executed from now on. `print` lists the top statements as calls and execution
+ * microseconds per operation; without BENCH_PGSS both do nothing.
+ */
+export async function statementsFromNow(sql: Sql) {
+  const on = Boolean(process.env.BENCH_PGSS);
+  if (on) await sql('create extension if not exists pg_stat_statements; select pg_stat_statements_reset()', []);
+  return {
+    async print(operations: number, top = 12): Promise<void> {
+      if (!on) return;
+      const rows = await sql<{ calls: string; ms: string; q: string }>(
+        `select calls, total_exec_time as ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) as q
+           from pg_stat_statements order by total_exec_time desc limit $1`, [top]);
+      for (const r of rows) console.log(`  ${(Number(r.calls) / operations).toFixed(3)} calls ${Math.round((Number(r.ms) * 1000) / operations)} µs  ${r.q}`);
+    },
+  };
+}

@@ -1,7 +1,8 @@
 import { permissionScopes } from '../domain/registry.ts';
+import type { Client } from '@temporalio/client';
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -225,5 +226,26 @@ export async function autocannonRun(opts: autocannon.Options): Promise<LoadResul
     errors: result.errors + result.timeouts,
     non2xx: result.non2xx,
     total: result.requests.total,
+  };
+}
+
+/**
+ * The bare Temporal figure the workflow scenarios compare with: `clients` loops starting and
+ * awaiting the bench's empty workflow (bench/baseline-workflow.ts) on `taskQueue` for `seconds`.
+ */
+export async function emptyWorkflows(client: Client, taskQueue: string, clients: number, seconds: number) {
+  const latencies: number[] = [];
+  const until = Date.now() + seconds * 1000;
+  await Promise.all(Array.from({ length: clients }, async () => {
+    while (Date.now() < until) {
+      const t0 = performance.now();
+      await client.workflow.execute('paymentsBaselineWorkflow', { taskQueue, workflowId: `bench-empty-${randomUUID()}` });
+      latencies.push(performance.now() - t0);
+    }
+  }));
+  latencies.sort((a, b) => a - b);
+  return {
+    count: latencies.length, perSec: Math.round(latencies.length / seconds),
+    p50: Math.round(percentile(latencies, 50)), p99: Math.round(percentile(latencies, 99)),
   };
 }

@@ -9,9 +9,8 @@
  * through (e.g. `TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS=0`).
  */
 import { Client, Connection } from '@temporalio/client';
-import { randomUUID } from 'node:crypto';
-import { cpuTicksByComm, cpuTicksOf, ticksSince, TICKS_PER_SECOND } from './cpu.ts';
-import { autocannonRun, startBenchPlatform, startInfra } from './harness.ts';
+import { cpuMark, cpuPerOperation, statementsFromNow } from './cpu.ts';
+import { autocannonRun, emptyWorkflows, startBenchPlatform, startInfra } from './harness.ts';
 
 const CLIENTS = 10;
 const SECONDS = 8;
@@ -27,47 +26,25 @@ try {
     url: `${platform.url}/v3/payments/process`, method: 'POST', headers, connections: CLIENTS, duration: SECONDS,
     body: JSON.stringify({ amount: 1999, currency: 'USD', payment_method: card }),
   })).total;
-  const emptyWorkflows = async () => {
-    let done = 0;
-    const until = Date.now() + SECONDS * 1000;
-    await Promise.all(Array.from({ length: CLIENTS }, async () => {
-      while (Date.now() < until) {
-        await client.workflow.execute('paymentsBaselineWorkflow', { taskQueue: `${platform.taskQueuePrefix}payments`, workflowId: `probe-${randomUUID()}` });
-        done++;
-      }
-    }));
-    return done;
-  };
+  const empty = async () => (await emptyWorkflows(client, `${platform.taskQueuePrefix}payments`, CLIENTS, SECONDS)).count;
   const measure = async (name: string, run: () => Promise<number>) => {
-    const before = { server: cpuTicksOf(platform.pid), postgres: cpuTicksByComm('postgres'), temporal: cpuTicksByComm('temporal'), self: process.cpuUsage() };
+    const mark = cpuMark(platform.pid);
     const count = await run();
-    const ms = (ticks: number) => Math.round((ticks * 1e4) / TICKS_PER_SECOND / count) / 10;
-    const self = process.cpuUsage(before.self);
-    console.log(JSON.stringify({
-      run: name, per_sec: Math.round(count / SECONDS),
-      cpu_ms_each: {
-        server: ms(cpuTicksOf(platform.pid) - before.server),
-        postgres: ms(ticksSince(before.postgres, cpuTicksByComm('postgres'))),
-        temporal: ms(ticksSince(before.temporal, cpuTicksByComm('temporal'))),
-        load_generator: Math.round((self.user + self.system) / count / 100) / 10,
-      },
-    }));
+    const us = cpuPerOperation(mark, count);
+    const ms = Object.fromEntries(Object.entries(us).map(([side, v]) => [side, Math.round(v / 100) / 10]));
+    console.log(JSON.stringify({ run: name, per_sec: Math.round(count / SECONDS), cpu_ms_each: ms }));
     return count;
   };
 
   await payments(); // warm-up
-  await emptyWorkflows();
+  await empty();
   for (let round = 0; round < 2; round++) {
     await measure('payments', payments);
-    await measure('empty workflows', emptyWorkflows);
+    await measure('empty workflows', empty);
   }
   if (process.env.BENCH_PGSS) {
-    await platform.sql('create extension if not exists pg_stat_statements; select pg_stat_statements_reset()', []);
-    const count = await measure('payments (statements)', payments);
-    const rows = await platform.sql<{ calls: string; ms: string; q: string }>(
-      `select calls, total_exec_time as ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) as q
-         from pg_stat_statements order by calls desc limit 40`, []);
-    for (const r of rows) console.log(`  ${(Number(r.calls) / count).toFixed(2)} calls ${Math.round((Number(r.ms) * 1000) / count)} µs  ${r.q}`);
+    const statements = await statementsFromNow(platform.sql);
+    await statements.print(await measure('payments (statements)', payments), 40);
   }
 } finally {
   await connection.close();

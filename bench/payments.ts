@@ -1,28 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { settled } from './cpu.ts';
-import { autocannonRun, median, percentile, type LoadResult, type Scenario } from './harness.ts';
+import { autocannonRun, emptyWorkflows, median, type LoadResult, type Scenario } from './harness.ts';
 
 const CLIENTS = 10;
 const ROUNDS = 3;
 const ROUND_S = 5;
 
 type Round = { payments: LoadResult; subscriptions: LoadResult; empty: Awaited<ReturnType<typeof emptyWorkflows>> };
-
-/** `clients` loops starting and awaiting an empty workflow for `seconds`: the bare Temporal figure. */
-async function emptyWorkflows(client: Client, taskQueue: string, clients: number, seconds: number) {
-  const latencies: number[] = [];
-  const until = Date.now() + seconds * 1000;
-  await Promise.all(Array.from({ length: clients }, async () => {
-    while (Date.now() < until) {
-      const t0 = performance.now();
-      await client.workflow.execute('paymentsBaselineWorkflow', { taskQueue, workflowId: `bench-empty-${randomUUID()}` });
-      latencies.push(performance.now() - t0);
-    }
-  }));
-  latencies.sort((a, b) => a - b);
-  return { perSec: Math.round(latencies.length / seconds), p50: Math.round(percentile(latencies, 50)), p99: Math.round(percentile(latencies, 99)) };
-}
 
 /**
  * Payments per second end to end — HTTP → update-with-start → payment workflow (record, charge on
