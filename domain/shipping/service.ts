@@ -2,7 +2,7 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { notFound } from '../../platform/errors.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { findOrder, orderView } from '../commerce/public.ts';
-import { readScopedOr404, findNewestPerParent, scopeColumns, type Scope } from '../scope.ts';
+import { findNewestPerParent, readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import type { CarrierScan, ShipmentStatus } from './carriers/types.ts';
 import { Shipment, type ShippingPickup, type ShippingTestClock } from './entities.ts';
 import type { PickupView, ShipmentTrackingView, ShipmentView, ShippingTestClockView } from './schemas.ts';

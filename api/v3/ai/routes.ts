@@ -19,7 +19,7 @@ const EVENT_STREAM = 'text/event-stream';
 
 /**
  * The service, and the AI SDK under it, load on the first call that has a model to call: a server
- * without a configured model (and every other area's hot path) never holds them (~13 MB of heap).
+ * without a configured model (and every other area's hot path) never holds them (about 5 MB of heap).
  */
 const aiService = () => import('../../../domain/ai/service.ts');
 const customerParams = z.strictObject({ customer_id: z.string().max(64) });
