@@ -198,7 +198,14 @@ describe('rate limits', () => {
       const key = await platform.newKey();
       // Admitted, its context remembered: the read's own error (no such record, or a malformed id).
       const first = await http(path, { key });
-      expect([400, 404], `${route.path}: ${first.text}`).toContain(first.status);
+      expect([404, 422], `${route.path}: ${first.text}`).toContain(first.status);
+      // Hostile ids on the same fast path: a NUL byte and an oversized id are 422 validation_failed naming the parameter.
+      const param = /\{([a-z_]+)\}[^{]*$/.exec(route.path)![1]!;
+      for (const bad of ['bad%00id', 'x'.repeat(5_000)]) {
+        const res = await http(route.path.replace(/\{[a-z_]+\}/g, (m) => (m === `{${param}}` ? bad : 'missing_0')), { key });
+        expect([res.status, res.body.code], `${route.path} with ${bad.slice(0, 10)}`).toEqual([422, 'validation_failed']);
+        expect(JSON.stringify(res.body.errors), route.path).toContain(param);
+      }
       await platform.sql(`update api_keys set status = 'revoked' where key_hash = $1`, [hashKey(key)]);
       const revoked = await http(path, { key });
       expect([revoked.status, revoked.body.code], route.path).toEqual([401, 'api_key_revoked']);
