@@ -45,7 +45,7 @@ export interface StartResource<W extends Workflow, Ret, Args extends any[]> {
  * started again (`REJECT_DUPLICATE`).
  */
 export function startResource<W extends Workflow, Ret, Args extends any[]>(
-  temporal: TemporalHandle, opts: StartResource<W, Ret, Args>,
+  temporal: Pick<TemporalHandle, 'client'>, opts: StartResource<W, Ret, Args>,
 ): Promise<Ret> {
   // The options' type is conditional on `Parameters<W>`, which TypeScript cannot resolve for a
   // generic `W`; `args` is exactly `Parameters<W>` (checked by `StartResource`).

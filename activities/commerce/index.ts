@@ -18,9 +18,9 @@ const scopeOf = (r: { accountId: string; livemode: boolean }): Scope => ({ accou
  */
 export function createCommerceActivities({ orm }: CommerceActivityDeps) {
   return {
-    /** The order workflow's first step: reserves the stock and writes the row and `order.created` (idempotent). */
+    /** The order workflow's first step: finds the row the API wrote and stamps `workflow_confirmed_at` (writeOrder). */
     async createOrder(draft: OrderDraft): Promise<OrderView> {
-      return writeOrder(scopedEm(orm, scopeOf(draft)), scopeOf(draft), draft);
+      return writeOrder(scopedEm(orm, scopeOf(draft)), scopeOf(draft), draft, { confirm: true });
     },
     async fulfillOrder(input: OrderRef & FulfillOrderInput): Promise<TransitionResult> {
       return fulfillOrder(scopedEm(orm, scopeOf(input)), scopeOf(input), input.orderId, input);

@@ -8,13 +8,14 @@ import {
   getShipment, orderShipmentStatuses, recordAdminAction, recordCancel, recordProgress, recordShipment, type ProgressInput,
 } from '../../domain/shipping/service.ts';
 import { carrierProblem } from '../../domain/shipping/problems.ts';
-import { fulfillOrderUpdate, orderWorkflowId, recordOrderShipmentUpdate } from '../../workflows/commerce/shared.ts';
+import { withOrderWorkflow } from '../../domain/commerce/public.ts';
+import { fulfillOrderUpdate, recordOrderShipmentUpdate } from '../../workflows/commerce/shared.ts';
 import {
   shipmentWorkflowId, type ShipmentRef, type ShipmentView, type ShipmentWorkflowInput,
 } from '../../workflows/shipping/shared.ts';
 import type { JourneyContext } from '../../domain/shipping/carriers/types.ts';
 
-export type ShippingActivityDeps = Pick<ActivityDeps, 'orm' | 'carriers' | 'temporal' | 'logger'>;
+export type ShippingActivityDeps = Pick<ActivityDeps, 'orm' | 'carriers' | 'temporal' | 'taskQueue' | 'logger'>;
 
 const scopeOf = (r: { accountId: string; livemode: boolean }): Scope => ({ accountId: r.accountId, livemode: r.livemode });
 
@@ -44,9 +45,13 @@ const ORDER_UPDATE_DEADLINE_MS = 15_000;
  * meanwhile). Each attempt has a deadline and ends when the activity is cancelled (a worker shutting
  * down), so an order workflow that no worker runs just now never holds this step forever.
  */
-async function tellOrder(deps: ShippingActivityDeps, orderId: string, send: () => Promise<unknown>): Promise<void> {
+async function tellOrder(
+  deps: ShippingActivityDeps, scope: Scope, orderId: string, send: Parameters<typeof withOrderWorkflow>[3],
+): Promise<void> {
+  const { temporal } = deps;
   try {
-    await deps.temporal.withAbortSignal(Context.current().cancellationSignal, () => deps.temporal.withDeadline(Date.now() + ORDER_UPDATE_DEADLINE_MS, send));
+    await temporal.withAbortSignal(Context.current().cancellationSignal, () => temporal.withDeadline(Date.now() + ORDER_UPDATE_DEADLINE_MS,
+      () => withOrderWorkflow({ client: temporal, taskQueue: deps.taskQueue }, scopedEm(deps.orm, scope), orderId, send)));
   } catch (err) {
     if (err instanceof WorkflowNotFoundError || err instanceof WorkflowUpdateFailedError) {
       deps.logger.info('order workflow did not take the shipment update', { order_id: orderId, error: String(err) });
@@ -57,7 +62,7 @@ async function tellOrder(deps: ShippingActivityDeps, orderId: string, send: () =
 }
 
 export function createShippingActivities(deps: ShippingActivityDeps) {
-  const { orm, carriers, temporal } = deps;
+  const { orm, carriers } = deps;
   return {
     /** Buys the label at the carrier (idempotent by shipment id). */
     async buyLabel(input: ShipmentWorkflowInput): Promise<Label> {
@@ -90,8 +95,7 @@ export function createShippingActivities(deps: ShippingActivityDeps) {
 
     /** The order shows the shipment's tracking number (through the order workflow). */
     async notifyOrder(input: ShipmentRef & { orderId: string; trackingNumber: string; carrier: string }): Promise<void> {
-      const handle = temporal.workflow.getHandle(orderWorkflowId(input.orderId));
-      await tellOrder(deps, input.orderId, () => handle.executeUpdate(recordOrderShipmentUpdate, {
+      await tellOrder(deps, scopeOf(input), input.orderId, (order) => order.executeUpdate(recordOrderShipmentUpdate, {
         args: [{ shipmentId: input.shipmentId, trackingNumber: input.trackingNumber, carrier: input.carrier, requestId: null }],
       }));
     },
@@ -102,8 +106,7 @@ export function createShippingActivities(deps: ShippingActivityDeps) {
       const statuses = (await orderShipmentStatuses(em, input.orderId)).filter((s) => s !== 'cancelled');
       if (!statuses.length || statuses.some((s) => s !== 'delivered')) return false;
       const shipment = await getShipment(em, input.shipmentId);
-      const handle = temporal.workflow.getHandle(orderWorkflowId(input.orderId));
-      await tellOrder(deps, input.orderId, () => handle.executeUpdate(fulfillOrderUpdate, {
+      await tellOrder(deps, scopeOf(input), input.orderId, (order) => order.executeUpdate(fulfillOrderUpdate, {
         // One key for the order: the deliveries of two last shipments at once fulfil it once.
         args: [{ trackingNumber: shipment.tracking_number, carrier: shipment.carrier, requestId: null, idempotencyKey: `shipping-fulfil-${input.orderId}` }],
       }));

@@ -10,6 +10,7 @@ import { Migration0010OrderPaymentUnique } from '../../db/migrations/0010-order-
 import { defineArea } from '../../platform/area.ts';
 import { InventoryLevel, MarketplaceListing, Order, Product, Store, Warehouse } from './entities.ts';
 import { commerceEvents } from './events.ts';
+import { orderWorkflowConsumer } from './order-process.ts';
 
 /** Commerce: stores, products and catalog, warehouses and stock, orders (one workflow each), reports, marketplaces. */
 export const commerceArea = defineArea({
@@ -25,4 +26,5 @@ export const commerceArea = defineArea({
     { name: '0010-order-payment-unique', class: Migration0010OrderPaymentUnique },
   ],
   events: commerceEvents,
+  consumers: [orderWorkflowConsumer],
 });

@@ -1,45 +1,92 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { conflict } from '../../platform/errors.ts';
 import { searchAttributes, sendUpdate, startResource } from '../../platform/temporal-kit.ts';
 import type { TemporalHandle } from '../../platform/temporal.ts';
 import type { orderWorkflow } from '../../workflows/commerce/order.ts';
 import {
-  cancelOrderUpdate, fulfillOrderUpdate, orderCreatedUpdate, orderStateQuery, orderWorkflowId,
+  cancelOrderUpdate, fulfillOrderUpdate, orderCreatedUpdate, orderStateQuery, orderWorkflowId, type OrderDraft,
 } from '../../workflows/commerce/shared.ts';
+import type { EventConsumer, WorkflowStartRequest } from '../events/consumers.ts';
 import type { Scope } from '../scope.ts';
 import { Order } from './entities.ts';
-import { draftOrder, findOrder, orderView, type OrderInput, type OrderView } from './orders.ts';
+import { draftOfOrder, draftOrder, findOrder, orderView, writeOrder, type OrderInput, type OrderView } from './orders.ts';
 
 /**
- * How orders meet Temporal, the way every workflow-backed resource does: the API checks and
- * prices the order (422 before anything starts), then starts `order-<order id>` with the
- * `orderCreated` update (update-with-start). The workflow's first activity reserves the stock and
- * writes the row and `order.created` in one transaction; the update answers with the order, or
- * with the refusal (409 `insufficient_stock`), in which case nothing was written and the workflow
- * ends. The API never writes an order row itself, so no order exists without its workflow.
+ * How orders meet Temporal. The API checks and prices the order (422), then reserves the stock and
+ * writes the row and `order.created` in one transaction (409 `insufficient_stock`: nothing
+ * written) and answers 201 — no Temporal round trip in the request. `order.created` is the
+ * workflow's start in the outbox: the commerce consumer below has the event dispatcher start
+ * `order-<order id>` (a deterministic id, so a repeated dispatch starts nothing twice), and the
+ * workflow's first step stamps `workflow_confirmed_at`. Anything that must go through the
+ * workflow before the dispatcher got to it (fulfil, cancel, a shipment's label) starts it itself
+ * (`withOrderWorkflow`).
  */
 export async function placeOrder(
-  temporal: TemporalHandle, em: EntityManager, scope: Scope, input: OrderInput, requestId: string | null, orderId?: string,
+  em: EntityManager, caller: Scope & { keyId: string }, input: OrderInput, requestId: string | null, orderId?: string,
 ): Promise<OrderView> {
   // The id comes from the Idempotency-Key's claim: an order with it exists when an earlier attempt placed it.
   if (orderId) {
     const existing = await em.findOne(Order, { id: orderId });
     if (existing) return orderView(existing);
   }
-  const draft = await draftOrder(em, scope, input, requestId, orderId);
-  return sendUpdate(() => startResource<typeof orderWorkflow, OrderView, []>(temporal, {
+  const scope: Scope = { accountId: caller.accountId, livemode: caller.livemode };
+  return writeOrder(em, scope, await draftOrder(em, scope, input, requestId, orderId), { actor: `key:${caller.keyId}` });
+}
+
+function orderStart(draft: OrderDraft) {
+  return {
     workflowType: 'orderWorkflow',
     workflowId: orderWorkflowId(draft.orderId),
-    taskQueue: temporal.taskQueue('commerce'),
-    args: [draft],
-    searchAttributes: searchAttributes({ accountId: scope.accountId, livemode: scope.livemode, customerId: draft.customerId, resourceId: draft.orderId, status: 'processing' }),
-    update: orderCreatedUpdate,
-    updateArgs: [],
-  }), {
-    resource: `Order ${draft.orderId}`,
-    suggestion: 'Check the order\'s line items and the stock, then send the request again.',
-    currentState: async () => 'processing',
+    args: [draft] as [OrderDraft],
+    searchAttributes: searchAttributes({ accountId: draft.accountId, livemode: draft.livemode, customerId: draft.customerId, resourceId: draft.orderId, status: 'processing' }),
+  };
+}
+
+/** The outbox consumer that starts each order's workflow from its `order.created`. */
+export const orderWorkflowConsumer: EventConsumer = {
+  name: 'commerce-orders',
+  async plan(event): Promise<WorkflowStartRequest[]> {
+    const order = event.data.object as Partial<OrderView> | undefined;
+    // Only an order's own event (writeOrder's), not a hand-made one of the type (a webhook test's).
+    if (event.type !== 'order.created' || order?.object !== 'order' || !Array.isArray(order.line_items)) return [];
+    const draft = draftOfOrder(order as OrderView, event.accountId, event.requestId);
+    return [{ ...orderStart(draft), area: 'commerce' }];
+  },
+};
+
+/** Who can start an order's workflow: the API's Temporal handle, or an activity's client and task queues. */
+export interface OrderWorkflowStarter {
+  client: Client;
+  taskQueue(area: string): string;
+}
+
+/**
+ * Sends something to an order's workflow (`send` gets its handle). An order the dispatcher has not
+ * started the workflow of yet (placed a moment ago, or while Temporal was down) gets it started
+ * first, with the same id and input the dispatcher uses (update-with-start of `orderCreated`,
+ * `USE_EXISTING`: whichever start comes second joins the first), then `send` runs again.
+ */
+export async function withOrderWorkflow<T>(
+  temporal: OrderWorkflowStarter, em: EntityManager, orderId: string, send: (handle: WorkflowHandle<typeof orderWorkflow>) => Promise<T>,
+): Promise<T> {
+  const handle = temporal.client.workflow.getHandle<typeof orderWorkflow>(orderWorkflowId(orderId));
+  let missing: WorkflowNotFoundError;
+  try {
+    return await send(handle);
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+    missing = err;
+  }
+  const order = await findOrder(em, orderId);
+  const draft = draftOfOrder(orderView(order), order.accountId, null);
+  await startResource<typeof orderWorkflow, OrderView, []>(temporal, {
+    ...orderStart(draft), taskQueue: temporal.taskQueue('commerce'), update: orderCreatedUpdate, updateArgs: [],
+  }).catch((err: unknown) => {
+    // It ran and finished already (a closed workflow also answers "not found" to an update).
+    throw err instanceof WorkflowExecutionAlreadyStartedError ? missing : err;
   });
+  return send(handle);
 }
 
 export type OrderTransition =
@@ -67,9 +114,9 @@ export async function transitionOrder(
     throw conflict('invalid_state_transition', `Order ${order.id} is ${order.status}; it cannot be ${action}.`,
       `Only a processing order can be ${action}.`, { current_state: order.status });
   }
-  await sendUpdate(() => (transition.kind === 'fulfill'
-    ? handle.executeUpdate(fulfillOrderUpdate, { args: [{ trackingNumber: transition.trackingNumber, carrier: transition.carrier, requestId, idempotencyKey }] })
-    : handle.executeUpdate(cancelOrderUpdate, { args: [{ reason: transition.reason, requestId, idempotencyKey }] })), {
+  await sendUpdate(() => withOrderWorkflow(temporal, em.fork(), order.id, (workflow) => (transition.kind === 'fulfill'
+    ? workflow.executeUpdate(fulfillOrderUpdate, { args: [{ trackingNumber: transition.trackingNumber, carrier: transition.carrier, requestId, idempotencyKey }] })
+    : workflow.executeUpdate(cancelOrderUpdate, { args: [{ reason: transition.reason, requestId, idempotencyKey }] }))), {
     resource: `Order ${order.id}`,
     suggestion: 'Fetch the order to see its current status; retry only if it is still processing.',
     currentState: async () => (await findOrder(em.fork(), id)).status,

@@ -46,9 +46,9 @@ export interface OrderInput {
 }
 
 /**
- * The first half of placing an order (in the API, before its workflow starts): checks the store,
- * customer and every line (422 naming every bad field) and prices each line in the order's
- * currency. Nothing is written; `writeOrder` (the workflow's first activity) does the rest.
+ * The first half of placing an order: checks the store, customer and every line (422 naming every
+ * bad field) and prices each line in the order's currency. Nothing is written; `writeOrder` does
+ * the rest.
  */
 export async function draftOrder(em: EntityManager, scope: Scope, input: OrderInput, requestId: string | null, orderId?: string): Promise<OrderDraft> {
   const errors: FieldError[] = [];
@@ -109,18 +109,36 @@ export async function draftOrder(em: EntityManager, scope: Scope, input: OrderIn
 }
 
 /**
- * The second half (the order workflow's first activity): reserves stock (one conditional UPDATE
- * per warehouse row, lines in SKU order so concurrent orders lock rows in one order) and writes
- * the row and `order.created` in one transaction. A shortfall on any line rolls the whole order
- * back (409 `insufficient_stock`). Idempotent under retry: keyed by the order id, a second run
- * after a commit whose answer was lost finds the row and returns it.
+ * The second half (in the API's request): reserves stock (one conditional UPDATE per warehouse
+ * row, lines in SKU order so concurrent orders lock rows in one order) and writes the row and
+ * `order.created` in one transaction. A shortfall on any line rolls the whole order back (409
+ * `insufficient_stock`). `order.created` is the order workflow's start in the outbox: the
+ * commerce consumer starts `order-<id>` from it (order-process.ts). Idempotent: keyed by the order
+ * id, a second run finds the row and returns it.
+ *
+ * `actor` names who placed it in the stock ledger (`key:<id>`). The workflow's first step calls it
+ * again with `confirm`: it finds the row and stamps `workflow_confirmed_at` (the workflow exists).
+ * It writes the order itself only for a workflow started before orders were written by the API,
+ * whose first step had not run yet; a draft made from a written order (`written`, the outbox's
+ * start) never writes one — without its row it is a refusal (404).
  */
-export async function writeOrder(em: EntityManager, scope: Scope, draft: OrderDraft): Promise<OrderView> {
+export async function writeOrder(
+  em: EntityManager, scope: Scope, draft: OrderDraft, opts: { confirm?: boolean; actor?: string } = {},
+): Promise<OrderView> {
   return em.transactional(async (tx) => {
     const existing = await tx.findOne(Order, { id: draft.orderId });
-    if (existing) return orderView(existing);
+    if (existing) {
+      if (opts.confirm && !existing.workflowConfirmedAt) {
+        // Not a change of the order (no version, no updated_at, no event): a fact about its workflow.
+        await tx.nativeUpdate(Order, { id: existing.id, workflowConfirmedAt: null }, { workflowConfirmedAt: new Date() });
+      }
+      return orderView(existing);
+    }
+    if (draft.written) throw notFound('order', draft.orderId);
     const lines: OrderLine[] = draft.lines.map((l) => ({ ...l, allocations: [] }));
-    await setStockContext(tx, { reason: 'order_reservation', reference: draft.orderId, actor: `workflow:${orderWorkflowId(draft.orderId)}`, requestId: draft.requestId });
+    // The ledger's actor: the API key that placed the order (`workflow:` when the workflow writes it).
+    const actor = opts.actor ?? `workflow:${orderWorkflowId(draft.orderId)}`;
+    await setStockContext(tx, { reason: 'order_reservation', reference: draft.orderId, actor, requestId: draft.requestId });
     const tracked = new Set(draft.trackedSkus);
     // Reserve in SKU order: two orders for the same SKUs take the row locks in the same order.
     const order = [...lines.keys()].sort((a, b) => (lines[a]!.sku < lines[b]!.sku ? -1 : lines[a]!.sku > lines[b]!.sku ? 1 : a - b));
@@ -135,8 +153,7 @@ export async function writeOrder(em: EntityManager, scope: Scope, draft: OrderDr
       lineItems: lines, shippingAddress: draft.shippingAddress, fulfillmentStatus: 'pending',
       trackingNumber: null, carrier: null,
       fulfillmentDeadline: new Date(draft.fulfillmentDeadline),
-      // Written by the workflow's own activity: the workflow exists.
-      workflowId: orderWorkflowId(draft.orderId), workflowConfirmedAt: new Date(),
+      workflowId: orderWorkflowId(draft.orderId), workflowConfirmedAt: opts.confirm ? new Date() : null,
       paidAt: draft.paymentStatus === 'paid' ? placedAt : null, paymentId: draft.paymentId,
       fulfilledAt: null, canceledAt: null, cancellationReason: null,
       metadata: draft.metadata, createdAt: placedAt, updatedAt: placedAt,
@@ -148,6 +165,22 @@ export async function writeOrder(em: EntityManager, scope: Scope, draft: OrderDr
     if (draft.paymentId !== null && isPaymentTaken(err)) throw paymentAlreadyUsed(draft.paymentId, null);
     throw err;
   });
+}
+
+/**
+ * The workflow input of an order that is written already (the outbox consumer's start, or a
+ * transition that found no workflow yet): its first step finds the row, so the draft only has to
+ * describe it.
+ */
+export function draftOfOrder(view: OrderView, accountId: string, requestId: string | null): OrderDraft {
+  const lines = view.line_items.map(({ allocations: _a, short_quantity: _s, ...line }) => line);
+  return {
+    orderId: view.id, accountId, livemode: view.livemode, storeId: view.store_id, customerId: view.customer_id,
+    currency: view.currency, lines, trackedSkus: [...new Set(view.line_items.filter((l) => l.allocations.length).map((l) => l.sku))],
+    total: view.total_amount, shippingAddress: view.shipping_address,
+    paymentStatus: view.payment_status === 'unpaid' ? 'unpaid' : 'paid', paymentId: view.payment_id, metadata: view.metadata,
+    placedAt: view.created_at, fulfillmentDeadline: view.fulfillment.deadline, requestId, written: true,
+  };
 }
 
 export async function findOrder(em: EntityManager, id: string): Promise<Order> {

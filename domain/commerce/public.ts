@@ -23,3 +23,5 @@ export { productSchema, inventoryLevelSchema, type ProductView, type InventoryLe
 /** Placing an order (POST /v3/orders and GraphQL's createOrder): the request schema and the service. */
 export { createOrderBody } from './requests.ts';
 export { placeOrder } from './order-process.ts';
+/** An order's workflow for the shipping area's updates, started first if the dispatcher has not yet. */
+export { withOrderWorkflow } from './order-process.ts';

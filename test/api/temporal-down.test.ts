@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { TestPlatform } from '../support/platform.ts';
 import { usePlatform, type Http } from '../support/use-platform.ts';
+import { openShop, orderBody, stockOf, stockedProduct } from '../commerce/support.ts';
 
 let platform: TestPlatform;
 let http: Http;
@@ -33,5 +34,20 @@ describe('while Temporal is unreachable', () => {
   it('keeps serving what does not need it', async () => {
     const created = await http('/v3/customers', { key, body: { name: 'Still here' } });
     expect(created.status).toBe(201);
+  });
+
+  it('takes orders: the stock is reserved now, and order.created waits in the outbox to start the workflow', async () => {
+    const shop = await openShop(http, key);
+    await stockedProduct(http, key, shop, 'DOWN-1', 3);
+    const res = await http('/v3/orders', { key, headers: { 'idempotency-key': 'down-order' }, body: orderBody(shop, [{ sku: 'DOWN-1', quantity: 2 }]) });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ status: 'processing', workflow_id: `order-${res.body.id}` });
+    expect(await stockOf(platform, key, 'DOWN-1')).toEqual({ quantity: 3, reserved: 2 });
+    const [event] = await platform.sql<{ dispatched: boolean }>(
+      `select dispatched_at is not null as dispatched from events where type = 'order.created' and data->'object'->>'id' = $1`, [res.body.id]);
+    expect(event).toEqual({ dispatched: false });
+    const retry = await http('/v3/orders', { key, headers: { 'idempotency-key': 'down-order' }, body: orderBody(shop, [{ sku: 'DOWN-1', quantity: 2 }]) });
+    expect(retry.body.id).toBe(res.body.id);
+    expect(await stockOf(platform, key, 'DOWN-1')).toEqual({ quantity: 3, reserved: 2 });
   });
 });

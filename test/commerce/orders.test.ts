@@ -16,7 +16,7 @@ useShopPlatform({ worker: true, env: { RATE_LIMIT_CONCURRENCY: '100', RATE_LIMIT
 const placeOrder = (body: unknown) => http('/v3/orders', { key, body });
 
 describe('POST /v3/orders', () => {
-  it('reserves stock, answers in the spec shape and starts order-<id> with search attributes', async () => {
+  it('reserves stock, answers in the spec shape, and order.created starts order-<id> with search attributes', async () => {
     await stockedProduct(http, key, shop, 'ORD-MUG', 5, { price: 1250, variants: [{ name: 'Large', price: 1500, features: [] }] });
     const res = await placeOrder(orderBody(shop, [{ sku: 'ORD-MUG', quantity: 2 }, { sku: 'ORD-MUG', quantity: 1, variant: 'Large' }], { metadata: { ref: 'A1' } }));
     expect(res.status).toBe(201);
@@ -36,7 +36,8 @@ describe('POST /v3/orders', () => {
     expect(order.id).toMatch(/^ord_/);
     expect(await stockOf(platform, key, 'ORD-MUG')).toEqual({ quantity: 5, reserved: 3 });
     expect((await http(`/v3/orders/${order.id}`, { key })).body).toEqual(order);
-    const described = await platform.temporal.client.workflow.getHandle(order.workflow_id).describe();
+    // Started by the event dispatcher from order.created (the outbox), not in the request.
+    const described = await eventually(() => platform.temporal.client.workflow.getHandle(order.workflow_id).describe().catch(() => null), 20_000, 'the order workflow');
     expect(described.status.name).toBe('RUNNING');
     expect(described.searchAttributes).toMatchObject({
       BpResourceId: [order.id], BpCustomerId: [shop.customerId], BpMode: ['test'], BpAccountId: [expect.stringMatching(/^acct_/)],
@@ -131,35 +132,57 @@ describe('order lifecycle through the workflow', () => {
     expect(count).toHaveLength(1);
   });
 
-  it('writes an order once when its first activity runs again after a lost answer (keyed by the order id)', async () => {
+  it('writes an order once, however often it is written again (a retried request, the workflow\'s first step)', async () => {
     await stockedProduct(http, key, shop, 'ORD-RETRY', 2);
     const [store] = await platform.sql<{ account_id: string }>('select account_id from stores where id = $1', [shop.storeId]);
     const scope = { accountId: store!.account_id, livemode: false };
-    // What the API does before the start, then the activity's work twice (a retry after a commit).
+    // What the API does, again (a retry after a commit whose answer was lost), then the workflow's first step.
     const draft = await draftOrder(scopedEm(platform.orm, scope), scope, orderBody(shop, [{ sku: 'ORD-RETRY', quantity: 1 }]), null);
     const first = await writeOrder(scopedEm(platform.orm, scope), scope, draft);
     const again = await writeOrder(scopedEm(platform.orm, scope), scope, draft);
     expect(again).toEqual(first);
+    expect(await writeOrder(scopedEm(platform.orm, scope), scope, draft, { confirm: true })).toEqual(first);
+    expect(await platform.sql('select 1 from orders where id = $1 and workflow_confirmed_at is not null', [draft.orderId])).toHaveLength(1);
     expect(await stockOf(platform, key, 'ORD-RETRY')).toEqual({ quantity: 2, reserved: 1 });
+    // The outbox's start of an order that is not there (its draft says it was written) writes nothing: a 404 refusal.
+    const ghost = { ...draft, orderId: 'ord_ghost', written: true };
+    await expect(writeOrder(scopedEm(platform.orm, scope), scope, ghost, { confirm: true })).rejects.toMatchObject({ status: 404, code: 'not_found' });
+    expect(await platform.sql('select 1 from orders where id = $1', ['ord_ghost'])).toEqual([]);
     const events = await platform.sql('select 1 from events where type = $1 and data->\'object\'->>\'id\' = $2', ['order.created', draft.orderId]);
     expect(events).toHaveLength(1);
   });
 
-  it('ends a refused order\'s workflow with nothing written: no row, no reservation, no event', async () => {
+  it('refuses a short order in the request with nothing written: no row, no reservation, no event', async () => {
     await stockedProduct(http, key, shop, 'ORD-NONE', 1);
     const short = await placeOrder(orderBody(shop, [{ sku: 'ORD-NONE', quantity: 2 }], { metadata: { ref: 'refused' } }));
     expect(short.status).toBe(409);
     expect(short.body).toMatchObject({ code: 'insufficient_stock', sku: 'ORD-NONE', requested: 2, available: 1 });
     expect(await stockOf(platform, key, 'ORD-NONE')).toEqual({ quantity: 1, reserved: 0 });
     expect(await platform.sql(`select 1 from orders where line_items @> '[{"sku":"ORD-NONE"}]'`)).toEqual([]);
-    const ids = await eventually(async () => {
-      const found: string[] = [];
-      for await (const w of platform.temporal.client.workflow.list({ query: `BpCustomerId = '${shop.customerId}' AND ExecutionStatus = 'Failed'` })) found.push(w.workflowId);
-      return found.length ? found : null;
-    }, 20_000, 'the refused order workflow to end');
-    expect(ids.every((id) => id.startsWith('order-ord_'))).toBe(true);
-    const orderIds = ids.map((id) => id.slice('order-'.length));
-    expect(await platform.sql('select 1 from orders where id = any($1)', [orderIds])).toEqual([]);
+    expect(await platform.sql(`select 1 from events where data->'object'->'line_items' @> '[{"sku":"ORD-NONE"}]'`)).toEqual([]);
+  });
+
+  it('starts the workflow itself when a cancel comes before the dispatcher got to the order', async () => {
+    await stockedProduct(http, key, shop, 'ORD-EARLY', 2);
+    const [store] = await platform.sql<{ account_id: string }>('select account_id from stores where id = $1', [shop.storeId]);
+    const scope = { accountId: store!.account_id, livemode: false };
+    const em = scopedEm(platform.orm, scope);
+    const draft = await draftOrder(em, scope, orderBody(shop, [{ sku: 'ORD-EARLY', quantity: 2 }]), null);
+    // The order as the API writes it, with its order.created taken out of the dispatcher's reach in
+    // the same transaction: the dispatcher never starts this workflow.
+    await em.transactional(async (tx) => {
+      await writeOrder(tx, scope, draft);
+      await tx.getConnection().execute(`update events set dispatched_at = now() where type = 'order.created' and data->'object'->>'id' = ?`, [draft.orderId]);
+    });
+    const workflow = platform.temporal.client.workflow.getHandle(`order-${draft.orderId}`);
+    await expect(workflow.describe()).rejects.toThrow(/not found/i);
+    const res = await http(`/v3/orders/${draft.orderId}/cancel`, { key, body: { reason: 'changed my mind' } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id: draft.orderId, status: 'canceled', cancellation_reason: 'changed my mind' });
+    expect(await stockOf(platform, key, 'ORD-EARLY')).toEqual({ quantity: 2, reserved: 0 });
+    expect(await workflow.result()).toMatchObject({ status: 'canceled' });
+    expect(activitySteps(await workflow.fetchHistory())).toEqual([['createOrder', 'local'], ['cancelOrder', 'activity']]);
+    expect(await platform.sql('select 1 from orders where id = $1 and workflow_confirmed_at is not null', [draft.orderId])).toHaveLength(1);
   });
 
   it('never loses a write when 20 updates to one order race (row lock + version)', async () => {

@@ -90,7 +90,7 @@ describe('inventory, settings, alerts and the movements ledger', () => {
     expect(ledger.status).toBe(200);
     const rows = ledger.body.data;
     expect(rows.map((m: { reason: string }) => m.reason)).toEqual(['order_reservation', 'damaged', 'stock_update']);
-    expect(rows[0]).toMatchObject({ reference: order.body.id, reserved_before: 0, reserved_after: 2, quantity_before: 3, quantity_after: 3 });
+    expect(rows[0]).toMatchObject({ reference: order.body.id, reserved_before: 0, reserved_after: 2, quantity_before: 3, quantity_after: 3, actor: rows[1].actor });
     expect(rows[1]).toMatchObject({ quantity_before: 5, quantity_after: 3, reference: 'RMA-7', actor: expect.stringMatching(/^key:key_/), request_id: expect.stringMatching(/^req_/) });
     expect(rows[0].seq).toBeGreaterThan(rows[1].seq);
     expect((await http(`/v3/warehouses/${shop.warehouseId}/movements?sku=LED-1&reason=damaged`, { key })).body.data).toHaveLength(1);

@@ -38,6 +38,8 @@ export interface OrderDraft extends OrderRef {
   /** ISO timestamp: when fulfilment counts as delayed (`order.fulfillment.delayed`). */
   fulfillmentDeadline: string;
   requestId: string | null;
+  /** The API wrote the order already (the outbox's start): the first step confirms it and never writes one. */
+  written?: boolean;
 }
 
 export type OrderWorkflowInput = OrderDraft;

@@ -32,11 +32,11 @@ const updateOrderBody = z.strictObject({
 export const orderRoutes = [
   route({
     method: 'post', path: '/v3/orders', operationId: 'createOrder', tag: 'Commerce',
-    summary: 'Place an order: reserves stock atomically and starts its fulfilment workflow',
-    permission: 'commerce:write', status: 201, temporal: true,
+    summary: 'Place an order: reserves stock atomically; its fulfilment workflow starts from order.created',
+    permission: 'commerce:write', status: 201,
     body: createOrderBody, response: orderSchema,
-    async handler({ deps, em, auth, body, requestId, resourceId }) {
-      const order = await placeOrder(deps.temporal, em(), auth, body, requestId, await resourceId('order'));
+    async handler({ em, auth, body, requestId, resourceId }) {
+      const order = await placeOrder(em(), auth, body, requestId, await resourceId('order'));
       return { body: order, headers: { Location: `/v3/orders/${order.id}` } };
     },
   }),

@@ -121,12 +121,12 @@ const CreateOrderInput = inputTypeFrom('CreateOrderInput', createOrderBody, 'The
 
 builder.mutationField('createOrder', (t) => t.field({
   type: OrderRef,
-  description: 'Place an order (commerce:write), as POST /v3/orders: reserves stock atomically and starts its fulfilment workflow. With an Idempotency-Key a retry answers the same order.',
+  description: 'Place an order (commerce:write), as POST /v3/orders: reserves stock atomically; its fulfilment workflow starts from order.created. With an Idempotency-Key a retry answers the same order.',
   args: { input: t.arg({ type: CreateOrderInput, required: true }) },
   resolve: async (_root, args, ctx) => {
     requirePermission(ctx, 'commerce:write');
     const body = validInput(createOrderBody, args.input, 'input');
     const orderId = await ctx.resourceId('order');
-    return ctx.withTemporal(() => placeOrder(ctx.services.temporal, ctx.em, ctx.caller, body, ctx.requestId, orderId));
+    return placeOrder(ctx.em, ctx.caller, body, ctx.requestId, orderId);
   },
 }));
