@@ -114,7 +114,7 @@ export async function draftOrder(em: EntityManager, scope: Scope, input: OrderIn
  * `order.created` in one transaction. A shortfall on any line rolls the whole order back (409
  * `insufficient_stock`). `order.created` is the order workflow's start in the outbox: the
  * commerce consumer starts `order-<id>` from it (order-process.ts). Idempotent: keyed by the order
- * id, a second run finds the row and returns it.
+ * id, a second run rolls back on the primary key and returns the row.
  *
  * `actor` names who placed it in the stock ledger (`key:<id>`). The workflow's first step calls it
  * again with `confirm`: it finds the row and stamps `workflow_confirmed_at` (the workflow exists).
@@ -125,16 +125,19 @@ export async function draftOrder(em: EntityManager, scope: Scope, input: OrderIn
 export async function writeOrder(
   em: EntityManager, scope: Scope, draft: OrderDraft, opts: { confirm?: boolean; actor?: string } = {},
 ): Promise<OrderView> {
-  return em.transactional(async (tx) => {
-    const existing = await tx.findOne(Order, { id: draft.orderId });
-    if (existing) {
-      if (opts.confirm && !existing.workflowConfirmedAt) {
-        // Not a change of the order (no version, no updated_at, no event): a fact about its workflow.
-        await tx.nativeUpdate(Order, { id: existing.id, workflowConfirmedAt: null }, { workflowConfirmedAt: new Date() });
-      }
-      return orderView(existing);
-    }
+  if (opts.confirm) {
+    // One statement in the common case. Not a change of the order (no version, no updated_at, no
+    // event): a fact about its workflow.
+    const stamped = await em.getConnection().execute<Record<string, unknown>[]>(
+      `update orders set workflow_confirmed_at = now()
+        where id = ? and account_id = ? and livemode = ? and workflow_confirmed_at is null returning *`,
+      [draft.orderId, scope.accountId, scope.livemode],
+    );
+    const found = stamped[0] ? em.map(Order, stamped[0]) : await em.findOne(Order, { id: draft.orderId });
+    if (found) return orderView(found);
     if (draft.written) throw notFound('order', draft.orderId);
+  }
+  return em.transactional(async (tx) => {
     const lines: OrderLine[] = draft.lines.map((l) => ({ ...l, allocations: [] }));
     // The ledger's actor: the API key that placed the order (`workflow:` when the workflow writes it).
     const actor = opts.actor ?? `workflow:${orderWorkflowId(draft.orderId)}`;
@@ -161,8 +164,10 @@ export async function writeOrder(
     recordEvent(tx, scope, { type: 'order.created', object: orderView(row), customerId: row.customerId, requestId: draft.requestId });
     await tx.flush();
     return orderView(row);
-  }).catch((err: unknown) => {
-    if (draft.paymentId !== null && isPaymentTaken(err)) throw paymentAlreadyUsed(draft.paymentId, null);
+  }).catch(async (err: unknown) => {
+    // Written already (a retry whose first attempt committed): everything above rolled back; the order as it is.
+    if (isUniqueViolation(err, 'orders_pkey')) return orderView(await findOrder(em.fork(), draft.orderId));
+    if (draft.paymentId !== null && isUniqueViolation(err, 'orders_payment_id_unique')) throw paymentAlreadyUsed(draft.paymentId, null);
     throw err;
   });
 }
@@ -452,9 +457,9 @@ function paymentAlreadyUsed(paymentId: string, orderId: string | null): ApiError
 }
 
 /** The unique index orders (account_id, livemode, payment_id) refused a second order for one payment. */
-function isPaymentTaken(err: unknown): boolean {
+function isUniqueViolation(err: unknown, constraint: string): boolean {
   const e = err as { code?: string; constraint?: string; message?: string };
-  return e?.code === '23505' && `${e.constraint ?? ''} ${e.message ?? ''}`.includes('orders_payment_id_unique');
+  return e?.code === '23505' && `${e.constraint ?? ''} ${e.message ?? ''}`.includes(constraint);
 }
 
 /** Records that an order was paid (out of band or by a payment); `order.updated` carries the change. */
@@ -478,7 +483,7 @@ export async function markOrderPaid(
     await tx.flush();
     return orderView(order);
   }).catch((err: unknown) => {
-    if (paymentId !== null && isPaymentTaken(err)) throw paymentAlreadyUsed(paymentId, null);
+    if (paymentId !== null && isUniqueViolation(err, 'orders_payment_id_unique')) throw paymentAlreadyUsed(paymentId, null);
     throw err;
   });
 }
