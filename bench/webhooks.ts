@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { recordEvent } from '../domain/events/outbox.ts';
 import { scopedEm, type Scope } from '../domain/scope.ts';
-import { percentile, type Scenario } from './harness.ts';
+import { openBenchShop } from './commerce.ts';
+import { autocannonRun, percentile, type Scenario } from './harness.ts';
 
 const EVENTS = 1000;
 const ENDPOINTS = 3;
@@ -13,6 +14,8 @@ const TIMEOUT_MS = 180_000;
 /** First, a steady trickle (latency when nothing queues): this many events at this rate. */
 const PACED_EVENTS = 100;
 const PACED_RATE = 10;
+/** Last, the same trickle while this many clients place orders (the dispatcher starts their workflows too). */
+const ORDER_CLIENTS = 20;
 
 interface Receipt {
   at: number;
@@ -59,7 +62,9 @@ async function startReceiver(receipts: Receipt[]): Promise<{ url: string; setSec
  * is verified with the standardwebhooks library, and latency is measured from the event's
  * creation to its arrival at the receiver. First 100 events at 10 a second (latency without
  * queueing), then the burst: 1,000 events recorded as fast as 20 writers can (throughput, and
- * latency including the queue).
+ * latency including the queue), then the trickle again while 20 clients place orders for 10 s
+ * (each order's `order.created` has the same dispatcher start its workflow): what an order burst
+ * costs the webhooks that share the passes.
  */
 export const scenario: Scenario = {
   name: 'webhooks: 1,000 events fanned out to 3 endpoints',
@@ -139,6 +144,21 @@ export const scenario: Scenario = {
       const [attempt] = await platform.sql<{ p50: number; p99: number }>(
         `select percentile_cont(0.5) within group (order by response_time_ms) as p50, percentile_cont(0.99) within group (order by response_time_ms) as p99
            from webhook_deliveries`);
+
+      // Paced again, during an order burst.
+      const orderBody = await openBenchShop(platform.url, key, { MIXED: 1_000_000 });
+      for (const r of receipts) r.length = 0;
+      const mixedStart = Date.now();
+      const orderLoad = autocannonRun({
+        url: `${platform.url}/v3/orders`, method: 'POST', headers, connections: ORDER_CLIENTS, duration: PACED_EVENTS / PACED_RATE, body: orderBody('MIXED'),
+      });
+      for (let i = 0; i < PACED_EVENTS; i++) {
+        await emitOne();
+        await new Promise((resolve) => setTimeout(resolve, 1000 / PACED_RATE));
+      }
+      const orders = await orderLoad;
+      await waitFor(PACED_EVENTS * ENDPOINTS);
+      const mixed = latencies(mixedStart);
       return {
         events: EVENTS,
         endpoints: ENDPOINTS,
@@ -161,6 +181,11 @@ export const scenario: Scenario = {
         paced_deliveries_received: paced.length,
         paced_latency_p50_ms: percentile(paced, 50),
         paced_latency_p99_ms: percentile(paced, 99),
+        paced_during_orders_deliveries_received: mixed.length,
+        paced_during_orders_latency_p50_ms: percentile(mixed, 50),
+        paced_during_orders_latency_p99_ms: percentile(mixed, 99),
+        orders_beside_per_sec: orders.requestsPerSec,
+        orders_beside_non2xx: orders.non2xx + orders.errors,
       };
     } finally {
       for (const r of receivers) await r.close();
