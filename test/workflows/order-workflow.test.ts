@@ -17,6 +17,8 @@ import {
 const taskQueue = `order-workflow-${randomBytes(4).toString('hex')}`;
 const calls: { name: string; args: unknown[] }[] = [];
 let refuseCreate = false;
+/** Orders whose createOrder finds them canceled already. */
+const settled = new Set<string>();
 let connection: Connection;
 let client: Client;
 let worker: Worker;
@@ -29,7 +31,9 @@ const stub = <R>(name: string, result: (args: unknown[]) => R) => async (...args
 const activities: Partial<CommerceActivities> = {
   createOrder: stub('createOrder', ([draft]) => {
     if (refuseCreate) throw refuse(REFUSALS.insufficientStock, 'only 1 left of MUG', { sku: 'MUG', requested: 2, available: 1 });
-    return { id: (draft as OrderWorkflowInput).orderId, status: 'processing' } as OrderView;
+    const { orderId } = draft as OrderWorkflowInput;
+    if (settled.has(orderId)) return { id: orderId, status: 'canceled', fulfillment: { status: 'canceled' } } as OrderView;
+    return { id: orderId, status: 'processing' } as OrderView;
   }),
   fulfillOrder: stub('fulfillOrder', () => ({ status: 'fulfilled' as const, fulfillment: 'fulfilled' as const })),
   cancelOrder: stub('cancelOrder', () => ({ status: 'canceled' as const, fulfillment: 'canceled' as const })),
@@ -94,6 +98,16 @@ describe('order workflow (stubbed activities)', () => {
     } finally {
       refuseCreate = false;
     }
+  });
+
+  it('ends at once when its order is settled already (a start that came again), and runs nothing else', async () => {
+    const orderId = `ord_${randomBytes(6).toString('hex')}`;
+    settled.add(orderId);
+    const handle = await client.workflow.start('orderWorkflow', {
+      taskQueue, workflowId: `order-${orderId}`, args: [{ ...input(orderId, new Date(Date.now() - 1000)), written: true }],
+    });
+    expect(await handle.result()).toMatchObject({ status: 'canceled', fulfillment: 'canceled' });
+    expect(calls.filter((c) => (c.args[0] as { orderId: string }).orderId === orderId).map((c) => c.name)).toEqual(['createOrder']);
   });
 
   it('marks an order whose deadline has passed delayed once, then fulfils it once and remembers the key that did', async () => {

@@ -110,6 +110,13 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
     await condition(allHandlersFinished);
     throw rejected;
   }
+  if (created.status !== 'processing') {
+    // Started for an order that is settled already (a start from its order.created that came again
+    // after the first workflow's history was gone): there is nothing left to run.
+    Object.assign(state, { status: created.status, fulfillment: created.fulfillment.status });
+    await condition(allHandlersFinished);
+    return { ...state };
+  }
 
   if (state.fulfillment !== 'delayed') {
     const remaining = new Date(input.fulfillmentDeadline).getTime() - Date.now();
