@@ -99,6 +99,11 @@ export async function createTestClock(em: EntityManager, scope: Scope, input: { 
   return clockView(clock);
 }
 
+/** A test clock by id for GET /v3/test_clocks/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readTestClock(orm: MikroORM, scope: Scope, id: string): Promise<Readonly<TestClock>> {
+  return readScopedOr404(orm, scope, TestClock, id, 'test clock');
+}
+
 export async function findTestClock(em: EntityManager, id: string): Promise<TestClock> {
   const clock = await em.findOne(TestClock, { id });
   if (!clock) throw notFound('test clock', id);

@@ -1,10 +1,10 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { LockMode } from '@mikro-orm/core';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { ApiError, notFound, validationFailed } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { recordEvent } from '../events/outbox.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import type { MessageWorkflowInput } from '../../workflows/communications/shared.ts';
 import { CommsMessage, InboundMessage, PhoneNumber, type MessageStatus, type MessagingApp } from './entities.ts';
 import type { InboundMessageView, MessageView } from './schemas.ts';
@@ -89,8 +89,9 @@ export async function getMessageRow(em: EntityManager, id: string): Promise<Comm
   return m;
 }
 
-export async function getMessage(em: EntityManager, id: string): Promise<MessageView> {
-  return messageView(await getMessageRow(em, id));
+/** A message by id for GET /v3/communications/messages/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readMessage(orm: MikroORM, scope: Scope, id: string): Promise<MessageView> {
+  return messageView(await readScopedOr404(orm, scope, CommsMessage, id, 'message'));
 }
 
 const MESSAGE_RANK: Record<MessageStatus, number> = { accepted: 0, sent: 1, delivered: 2, read: 3, failed: 4 };

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { ApiError, conflict, notFound, validationFailed } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import { CommsAddress, PhoneNumber, type NumberFeature, type NumberType } from './entities.ts';
 import { countryOf } from './phone.ts';
 import type { Telephony } from './telephony/index.ts';
@@ -132,6 +132,11 @@ export async function provisionNumber(em: EntityManager, carrier: TelephonyAdapt
     }
   }
   throw conflict('no_numbers_available', 'Numbers in this range are being rented by others right now.', 'Retry in a moment.');
+}
+
+/** A number by id for GET /v3/communications/numbers/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readNumber(orm: MikroORM, scope: Scope, id: string): Promise<PhoneNumberView> {
+  return numberView(await readScopedOr404(orm, scope, PhoneNumber, id, 'phone number'));
 }
 
 export async function getNumber(em: EntityManager, id: string): Promise<PhoneNumber> {

@@ -1,10 +1,10 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { searchAttributes } from '../../platform/temporal-kit.ts';
 import { automationWorkflowId, type AutomationRunInput } from '../../workflows/crm/shared.ts';
 import { perPass, type EventConsumer, type OutboxEvent, type WorkflowStartRequest } from '../events/consumers.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import { AutomationRule, AutomationRun, type ActionResult, type RuleAction, type RuleCondition } from './entities.ts';
 
 /**
@@ -52,6 +52,11 @@ export async function createRule(em: EntityManager, scope: Scope, input: RuleInp
   });
   await em.flush();
   return ruleView(rule);
+}
+
+/** A rule by id for GET /v3/crm/tasks/automation/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readRule(orm: MikroORM, scope: Scope, id: string): Promise<RuleView> {
+  return ruleView(await readScopedOr404(orm, scope, AutomationRule, id, 'automation rule'));
 }
 
 export async function getRule(em: EntityManager, id: string): Promise<RuleView> {

@@ -1,8 +1,8 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { conflict, notFound, validationFailed, type FieldError } from '../../platform/errors.ts';
 import { pickupChangedSignal } from '../../workflows/shipping/shared.ts';
-import { scopeColumns, type Scope } from '../scope.ts';
+import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import { addBusinessDays, isBusinessDay, minutesOf, startOfDay } from './calendar.ts';
 import { CarrierError } from './carriers/types.ts';
 import { Shipment, ShippingPickup, ShippingTestClock } from './entities.ts';
@@ -106,6 +106,11 @@ async function tellShipments(ctx: ShippingContext, workflowIds: string[], pickup
       if (!(err instanceof WorkflowNotFoundError)) throw err;
     }
   }));
+}
+
+/** A pickup by id for GET /v3/shipping/pickups/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readPickup(orm: MikroORM, scope: Scope, id: string): Promise<PickupView> {
+  return pickupView(await readScopedOr404(orm, scope, ShippingPickup, id, 'pickup'));
 }
 
 export async function getPickup(em: EntityManager, id: string): Promise<PickupView> {

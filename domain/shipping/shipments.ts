@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApiError, conflict, notFound, validationFailed, type FieldError } from '../../platform/errors.ts';
 import { failureToProblem, searchAttributes, sendUpdate, startResource } from '../../platform/temporal-kit.ts';
@@ -10,7 +10,7 @@ import {
 } from '../../workflows/shipping/shared.ts';
 import { findOrder } from '../commerce/public.ts';
 import type { Scope } from '../scope.ts';
-import { scopeColumns } from '../scope.ts';
+import { readScopedOr404, scopeColumns } from '../scope.ts';
 import type { CarrierAdapters } from './carriers/index.ts';
 import { SANDBOX_SCENARIOS } from './carriers/sandbox.ts';
 import { CarrierError, TERMINAL_STATUSES, type CarrierAdapter, type Parcel, type RateQuote, type ServiceLevel, type ShippingAddress } from './carriers/types.ts';
@@ -302,10 +302,9 @@ export async function createTestClock(em: EntityManager, scope: Scope, id: strin
 }
 
 /** A live key finds no clock (clocks are test-mode records): 404, like any other unknown id. */
-export async function getTestClock(em: EntityManager, id: string): Promise<ShippingTestClockView> {
-  const clock = await em.findOne(ShippingTestClock, { id });
-  if (!clock) throw notFound('shipping test clock', id);
-  return clockView(clock);
+/** A shipping test clock by id for GET /v3/shipping/test_clocks/{id}: one prepared statement, no EntityManager (readScopedOr404). */
+export async function readTestClock(orm: MikroORM, scope: Scope, id: string): Promise<ShippingTestClockView> {
+  return clockView(await readScopedOr404(orm, scope, ShippingTestClock, id, 'shipping test clock'));
 }
 
 /**

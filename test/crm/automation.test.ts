@@ -119,7 +119,9 @@ describe('CRM automation rules, fired from the outbox as workflows', () => {
     }, 20_000, 'dispatch of the small order');
     expect((await platform.sql('select 1 from crm_automation_runs where event_id = $1', [smallEvent.id]))).toHaveLength(0);
 
-    expect((await http(`/v3/crm/tasks/automation/${ruleId}`, { key, method: 'PATCH', body: { enabled: false } })).body.enabled).toBe(false);
+    const disabled = await http(`/v3/crm/tasks/automation/${ruleId}`, { key, method: 'PATCH', body: { enabled: false } });
+    expect(disabled.body.enabled).toBe(false);
+    expect((await http(`/v3/crm/tasks/automation/${ruleId}`, { key })).body).toEqual(disabled.body);
     const big = await placeOrder(3, customerId);
     const bigEvent = await eventually(async () => {
       const e = await eventOf('order.created', big.id);

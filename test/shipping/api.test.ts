@@ -182,6 +182,8 @@ describe('pickups', () => {
     expect(res.body).toMatchObject({ object: 'pickup', status: 'scheduled', carrier: 'parcelpoint', shipment_ids: [a.id, b.id], pickup_date: '2025-03-04' });
     expect(res.body.id).toMatch(/^pku_/);
     expect(res.body.confirmation_number).toMatch(/^PPP-\d{8}$/);
+    expect((await http(`/v3/shipping/pickups/${res.body.id}`, { key })).body).toEqual(res.body);
+    expect((await http(`/v3/shipping/test_clocks/${clock}`, { key })).body).toMatchObject({ id: clock, object: 'shipping_test_clock', frozen_time: '2025-03-03T10:00:00.000Z' });
     expect((await shipment(http, key, a.id)).pickup_id).toBe(res.body.id);
     const twice = await http('/v3/shipping/pickup/schedule', { key, body: body({ shipment_ids: [b.id] }) });
     expect(twice.status).toBe(409);

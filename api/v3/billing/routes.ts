@@ -3,8 +3,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import type { CardInput } from '../../../domain/payments/public.ts';
 import {
-  createPlan, createTaxRate, createTestClock, findTestClock, clockView, listInvoices, listPlans,
-  listSubscriptions, listTaxRates, readInvoice, readPlan, readSubscription, recordUsage,
+  createPlan, createTaxRate, createTestClock, clockView, listInvoices, listPlans,
+  listSubscriptions, listTaxRates, readInvoice, readPlan, readSubscription, readTestClock, recordUsage,
 } from '../../../domain/billing/service.ts';
 import {
   advanceTestClock, cancelSubscription, changeSubscriptionPlan, createSubscription, pauseSubscription, resumeSubscription, updatePaymentMethod,
@@ -216,8 +216,8 @@ export const billingRoutes = [
   }),
   getRoute({
     path: '/v3/test_clocks/{clock_id}', operationId: 'getTestClock', tag: 'Billing', summary: 'Retrieve a test clock',
-    permission: 'billing:read', params: z.strictObject({ clock_id: id }), response: clockSchema,
-    get: async ({ em, params }) => clockView(await findTestClock(em(), params.clock_id)),
+    permission: 'billing:read', readOnly: true, params: z.strictObject({ clock_id: id }), response: clockSchema,
+    get: async ({ deps, auth, params }) => clockView(await readTestClock(deps.orm, auth, params.clock_id)),
   }),
   route({
     method: 'post', path: '/v3/test_clocks/{clock_id}/advance', operationId: 'advanceTestClock', tag: 'Billing',

@@ -4,9 +4,9 @@ import { z } from 'zod';
 import { callAnalytics } from '../../../domain/communications/analytics.ts';
 import { getCall, listCalls, rateTable, recordingSource } from '../../../domain/communications/calls.ts';
 import { MESSAGING_APPS, type MessagingApp } from '../../../domain/communications/entities.ts';
-import { getMessage, receiveInbound } from '../../../domain/communications/messages.ts';
+import { readMessage, receiveInbound } from '../../../domain/communications/messages.ts';
 import {
-  MONTHLY_COST, availableNumbers, carrierFor, getNumber, listNumbers, numberView, provisionNumber, putAddress, releaseNumber,
+  MONTHLY_COST, availableNumbers, carrierFor, listNumbers, provisionNumber, readNumber, putAddress, releaseNumber,
 } from '../../../domain/communications/numbers.ts';
 import {
   createExtension, createPbx, deleteExtension, getExtension, getPbx, listExtensions, updateExtension,
@@ -332,8 +332,8 @@ export const communicationsRoutes = [
   }),
   getRoute({
     path: '/v3/communications/numbers/{number_id}', operationId: 'getNumber', tag: 'Communications', summary: 'Retrieve a number',
-    permission: 'communications:read', params: numberParams, response: phoneNumberSchema,
-    get: async ({ em, params }) => numberView(await getNumber(em(), params.number_id)),
+    permission: 'communications:read', readOnly: true, params: numberParams, response: phoneNumberSchema,
+    get: ({ deps, auth, params }) => readNumber(deps.orm, auth, params.number_id),
   }),
   route({
     method: 'delete', path: '/v3/communications/numbers/{number_id}', operationId: 'releaseNumber', tag: 'Communications',
@@ -406,7 +406,7 @@ export const communicationsRoutes = [
   }),
   getRoute({
     path: '/v3/communications/messages/{message_id}', operationId: 'getMessage', tag: 'Communications', summary: 'Retrieve a sent message and its status',
-    permission: 'communications:read', params: z.strictObject({ message_id: id }), response: messageSchema,
-    get: ({ em, params }) => getMessage(em(), params.message_id),
+    permission: 'communications:read', readOnly: true, params: z.strictObject({ message_id: id }), response: messageSchema,
+    get: ({ deps, auth, params }) => readMessage(deps.orm, auth, params.message_id),
   }),
 ];

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { customerJourney, LIFECYCLE_STAGES } from '../../../domain/crm/journey.ts';
 import { listMessages } from '../../../domain/crm/actions.ts';
-import { createRule, getRule, listRules, listRuns, updateRule } from '../../../domain/crm/automation.ts';
+import { createRule, listRules, readRule, listRuns, updateRule } from '../../../domain/crm/automation.ts';
 import {
   CONDITION_OPERATORS, INTERACTION_DIRECTIONS, INTERACTION_TYPES, MESSAGE_CHANNELS, TASK_PRIORITIES, TASK_STATUSES,
 } from '../../../domain/crm/entities.ts';
@@ -206,9 +206,9 @@ const automationRoutes = (eventTypes: readonly string[]) => [
   }),
   getRoute({
     path: '/v3/crm/tasks/automation/{rule_id}', operationId: 'getAutomationRule', tag: 'CRM',
-    summary: 'Retrieve an automation rule', permission: 'crm:read',
+    summary: 'Retrieve an automation rule', permission: 'crm:read', readOnly: true,
     params: ruleId, response: ruleSchema,
-    get: ({ em, params }) => getRule(em(), params.rule_id),
+    get: ({ deps, auth, params }) => readRule(deps.orm, auth, params.rule_id),
   }),
   route({
     method: 'patch', path: '/v3/crm/tasks/automation/{rule_id}', operationId: 'updateAutomationRule', tag: 'CRM',

@@ -3,14 +3,14 @@ import { parsePhoneNumber } from 'awesome-phonenumber';
 import { z } from 'zod';
 import { postalProblems } from '../../../domain/shipping/addresses.ts';
 import { SERVICE_LEVELS, SHIPMENT_STATUSES, type Parcel } from '../../../domain/shipping/carriers/types.ts';
-import { cancelPickup, getPickup, schedulePickup } from '../../../domain/shipping/pickups.ts';
+import { cancelPickup, readPickup, schedulePickup } from '../../../domain/shipping/pickups.ts';
 import { receivePush } from '../../../domain/shipping/push.ts';
 import {
   pickupSchema, pushReceiptSchema, rateComparisonSchema, ratesSchema, shipmentSchema, shipmentTrackingSchema, shippingTestClockSchema,
 } from '../../../domain/shipping/schemas.ts';
 import { getTracking, listShipments, readShipment } from '../../../domain/shipping/service.ts';
 import {
-  advanceTestClock, cancelShipment, createShipment, createTestClock, getTestClock, markComparison, quoteRates, type ShippingContext,
+  advanceTestClock, cancelShipment, createShipment, createTestClock, markComparison, readTestClock, quoteRates, type ShippingContext,
 } from '../../../domain/shipping/shipments.ts';
 import type { AppDeps } from '../../http/deps.ts';
 import { listQuery, listRoute } from '../../http/pagination.ts';
@@ -178,8 +178,8 @@ export const shippingRoutes = [
   }),
   getRoute({
     path: '/v3/shipping/pickups/{pickup_id}', operationId: 'getPickup', tag: 'Shipping', summary: 'Retrieve a pickup',
-    permission: 'shipping:read', params: pickupId, response: pickupSchema,
-    get: ({ em, params }) => getPickup(em(), params.pickup_id),
+    permission: 'shipping:read', readOnly: true, params: pickupId, response: pickupSchema,
+    get: ({ deps, auth, params }) => readPickup(deps.orm, auth, params.pickup_id),
   }),
   route({
     method: 'post', path: '/v3/shipping/pickups/{pickup_id}/cancel', operationId: 'cancelPickup', tag: 'Shipping',
@@ -200,8 +200,8 @@ export const shippingRoutes = [
   }),
   getRoute({
     path: '/v3/shipping/test_clocks/{shipping_clock_id}', operationId: 'getShippingTestClock', tag: 'Shipping', summary: 'Retrieve a shipping test clock',
-    permission: 'shipping:read', params: shippingClockId, response: shippingTestClockSchema,
-    get: ({ em, params }) => getTestClock(em(), params.shipping_clock_id),
+    permission: 'shipping:read', readOnly: true, params: shippingClockId, response: shippingTestClockSchema,
+    get: ({ deps, auth, params }) => readTestClock(deps.orm, auth, params.shipping_clock_id),
   }),
   route({
     method: 'post', path: '/v3/shipping/test_clocks/{shipping_clock_id}/advance', operationId: 'advanceShippingTestClock', tag: 'Shipping',
