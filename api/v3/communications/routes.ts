@@ -181,7 +181,7 @@ export const communicationsRoutes = [
   }),
   getRoute({
     path: '/v3/communications/calls/{call_id}', operationId: 'getCall', tag: 'Communications',
-    summary: 'A call: status, legs, duration, cost and quality', permission: 'communications:read', params: callParams, response: callSchema,
+    summary: 'A call: status, legs, duration, cost and quality', permission: 'communications:read', readOnly: true, params: callParams, response: callSchema,
     get: ({ em, params }) => getCall(em(), params.call_id),
   }),
   route({
@@ -220,7 +220,7 @@ export const communicationsRoutes = [
   }),
   getRoute({
     path: '/v3/communications/pbx/{pbx_id}', operationId: 'getPbx', tag: 'Communications', summary: 'Retrieve a PBX',
-    permission: 'communications:read', params: pbxParams, response: pbxSchema,
+    permission: 'communications:read', readOnly: true, params: pbxParams, response: pbxSchema,
     get: ({ em, params }) => getPbx(em(), params.pbx_id),
   }),
   route({
@@ -261,7 +261,7 @@ export const communicationsRoutes = [
   }),
   getRoute({
     path: '/v3/communications/pbx/{pbx_id}/extensions/{extension_id}', operationId: 'getPbxExtension', tag: 'Communications',
-    summary: 'Retrieve an extension', permission: 'communications:read', params: extensionParams, response: pbxExtensionSchema,
+    summary: 'Retrieve an extension', permission: 'communications:read', readOnly: true, params: extensionParams, response: pbxExtensionSchema,
     get: ({ em, params }) => getExtension(em(), params.pbx_id, params.extension_id),
   }),
   route({

@@ -180,7 +180,7 @@ const ledgerRoutes = [
   }),
   getRoute({
     path: '/v3/financial/transactions/{transaction_id}', operationId: 'getFinancialTransaction', tag: TAG,
-    summary: 'A transaction with its journal lines', permission: 'erp:read', params: transactionId, response: financialTransactionSchema,
+    summary: 'A transaction with its journal lines', permission: 'erp:read', readOnly: true, params: transactionId, response: financialTransactionSchema,
     get: ({ em, auth, params }) => getTransaction(em(), auth, params.transaction_id),
   }),
   route({
@@ -366,7 +366,7 @@ const procurementRoutes = [
   }),
   getRoute({
     path: '/v3/procurement/orders/{procurement_order_id}', operationId: 'getProcurementOrder', tag: TAG, summary: 'Retrieve a purchase order',
-    permission: 'erp:read', params: orderId, response: procurementOrderSchema, get: ({ em, params }) => getProcurementOrder(em(), params.procurement_order_id),
+    permission: 'erp:read', readOnly: true, params: orderId, response: procurementOrderSchema, get: ({ em, params }) => getProcurementOrder(em(), params.procurement_order_id),
   }),
   route({
     method: 'patch', path: '/v3/procurement/orders/{procurement_order_id}', operationId: 'editProcurementOrder', tag: TAG,

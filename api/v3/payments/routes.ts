@@ -219,7 +219,7 @@ export const paymentRoutes = [
   }),
   getRoute({
     path: '/v3/payments/{payment_id}/refunds/{refund_id}', operationId: 'getRefund', tag: 'Payments',
-    summary: 'Retrieve a refund', permission: 'payments:read',
+    summary: 'Retrieve a refund', permission: 'payments:read', readOnly: true,
     params: refundId, response: refundSchema,
     async get({ em, params }) {
       const refund = await getRefund(em(), params.refund_id);

@@ -125,7 +125,7 @@ export const rewardsRoutes: RouteSpec<any, any, any>[] = [
   })),
   ...underBothNames((base, name) => getRoute({
     path: `${base}/catalog/{reward_id}`, operationId: `get${name}Reward`, tag: 'Rewards', summary: 'Retrieve a reward',
-    permission: 'rewards:read', params: rewardParams, response: rewardSchema,
+    permission: 'rewards:read', readOnly: true, params: rewardParams, response: rewardSchema,
     get: async ({ deps, auth, params }) => getReward(await nativePool(deps.orm), auth, params.reward_id),
   })),
   ...underBothNames((base, name) => route({

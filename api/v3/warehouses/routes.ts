@@ -186,7 +186,7 @@ export const warehouseRoutes = [
   }),
   getRoute({
     path: '/v3/warehouses/pick-lists/{pick_list_id}', operationId: 'getPickList', tag: 'Warehouses',
-    summary: 'Retrieve a pick list', permission: 'warehouses:read', params: pickListParam, response: pickListSchema,
+    summary: 'Retrieve a pick list', permission: 'warehouses:read', readOnly: true, params: pickListParam, response: pickListSchema,
     get: ({ em, auth, params }) => getPickList(em(), auth, params.pick_list_id),
   }),
   route({
@@ -234,7 +234,7 @@ export const warehouseRoutes = [
   }),
   getRoute({
     path: '/v3/warehouses/transfers/{transfer_id}', operationId: 'getTransfer', tag: 'Warehouses',
-    summary: 'Retrieve a transfer', permission: 'warehouses:read', params: transferParam, response: transferSchema,
+    summary: 'Retrieve a transfer', permission: 'warehouses:read', readOnly: true, params: transferParam, response: transferSchema,
     get: ({ em, auth, params }) => getTransfer(em(), auth, params.transfer_id),
   }),
   route({
@@ -296,7 +296,7 @@ export const warehouseRoutes = [
   }),
   getRoute({
     path: '/v3/warehouses/cycle-counts/{cycle_count_id}', operationId: 'getCycleCount', tag: 'Warehouses',
-    summary: 'A cycle count with its progress, lines and variances', permission: 'warehouses:read', params: countParam, response: cycleCountSchema,
+    summary: 'A cycle count with its progress, lines and variances', permission: 'warehouses:read', readOnly: true, params: countParam, response: cycleCountSchema,
     get: ({ em, auth, params }) => getCycleCount(em(), auth, params.cycle_count_id),
   }),
   route({

@@ -140,7 +140,7 @@ export function webhookRoutes(ctx: AreaContext) {
   }),
   getRoute({
     path: '/v3/webhooks/{webhook_id}/deliveries/{delivery_id}', operationId: 'getWebhookDelivery', tag: 'Webhooks',
-    summary: 'Retrieve a delivery with every attempt', permission: 'webhooks:read',
+    summary: 'Retrieve a delivery with every attempt', permission: 'webhooks:read', readOnly: true,
     params: deliveryIds, response: deliverySchema.extend({ attempt_history: z.array(attemptSchema) }),
     get: ({ em, params }) => getDelivery(em(), params.webhook_id, params.delivery_id),
   }),
