@@ -100,8 +100,8 @@ export async function createTestClock(em: EntityManager, scope: Scope, input: { 
 }
 
 /** A test clock by id for GET /v3/test_clocks/{id}: one prepared statement, no EntityManager (readScopedOr404). */
-export async function readTestClock(orm: MikroORM, scope: Scope, id: string): Promise<Readonly<TestClock>> {
-  return readScopedOr404(orm, scope, TestClock, id, 'test clock');
+export async function readTestClock(orm: MikroORM, scope: Scope, id: string): Promise<TestClockView> {
+  return clockView(await readScopedOr404(orm, scope, TestClock, id, 'test clock'));
 }
 
 export async function findTestClock(em: EntityManager, id: string): Promise<TestClock> {

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { conflict } from '../../platform/errors.ts';
 import { searchAttributes, sendUpdate, startResource } from '../../platform/temporal-kit.ts';
 import type { TemporalHandle } from '../../platform/temporal.ts';
@@ -30,8 +30,7 @@ export async function placeOrder(
     const existing = await em.findOne(Order, { id: orderId });
     if (existing) return orderView(existing);
   }
-  const scope: Scope = { accountId: caller.accountId, livemode: caller.livemode };
-  return writeOrder(em, scope, await draftOrder(em, scope, input, requestId, orderId), { actor: `key:${caller.keyId}` });
+  return writeOrder(em, caller, await draftOrder(em, caller, input, requestId, orderId), { actor: `key:${caller.keyId}` });
 }
 
 function orderStart(draft: OrderDraft) {
@@ -55,12 +54,6 @@ export const orderWorkflowConsumer: EventConsumer = {
   },
 };
 
-/** Who can start an order's workflow: the API's Temporal handle, or an activity's client and task queues. */
-export interface OrderWorkflowStarter {
-  client: Client;
-  taskQueue(area: string): string;
-}
-
 /**
  * Sends something to an order's workflow (`send` gets its handle). An order the dispatcher has not
  * started the workflow of yet (placed a moment ago, or while Temporal was down) gets it started
@@ -68,7 +61,7 @@ export interface OrderWorkflowStarter {
  * `USE_EXISTING`: whichever start comes second joins the first), then `send` runs again.
  */
 export async function withOrderWorkflow<T>(
-  temporal: OrderWorkflowStarter, em: EntityManager, orderId: string, send: (handle: WorkflowHandle<typeof orderWorkflow>) => Promise<T>,
+  temporal: Pick<TemporalHandle, 'client' | 'taskQueue'>, em: EntityManager, orderId: string, send: (handle: WorkflowHandle<typeof orderWorkflow>) => Promise<T>,
 ): Promise<T> {
   const handle = temporal.client.workflow.getHandle<typeof orderWorkflow>(orderWorkflowId(orderId));
   let missing: WorkflowNotFoundError;

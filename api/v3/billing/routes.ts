@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import type { CardInput } from '../../../domain/payments/public.ts';
 import {
-  createPlan, createTaxRate, createTestClock, clockView, listInvoices, listPlans,
+  createPlan, createTaxRate, createTestClock, listInvoices, listPlans,
   listSubscriptions, listTaxRates, readInvoice, readPlan, readSubscription, readTestClock, recordUsage,
 } from '../../../domain/billing/service.ts';
 import {
@@ -217,7 +217,7 @@ export const billingRoutes = [
   getRoute({
     path: '/v3/test_clocks/{clock_id}', operationId: 'getTestClock', tag: 'Billing', summary: 'Retrieve a test clock',
     permission: 'billing:read', readOnly: true, params: z.strictObject({ clock_id: id }), response: clockSchema,
-    get: async ({ deps, auth, params }) => clockView(await readTestClock(deps.orm, auth, params.clock_id)),
+    get: ({ deps, auth, params }) => readTestClock(deps.orm, auth, params.clock_id),
   }),
   route({
     method: 'post', path: '/v3/test_clocks/{clock_id}/advance', operationId: 'advanceTestClock', tag: 'Billing',
