@@ -6,6 +6,7 @@ import { createOrm } from '../db/orm.ts';
 import { loadConfigOrExit } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
 import { onShutdown } from '../platform/process.ts';
+import { workflowThreadHeaps } from '../platform/metrics.ts';
 import { createTemporalHandle } from '../platform/temporal.ts';
 import { buildWorkflowBundle, startWorkers } from '../worker/worker.ts';
 
@@ -26,13 +27,19 @@ const workers = await startWorkers({
 const api = await startApiServer({ config, orm, temporal, logger, port: 0, host: '127.0.0.1' });
 console.log(JSON.stringify({ url: api.url }));
 // BENCH_MEMORY_LOG=<ms>: where the memory is, every <ms> on stderr (RSS, the main thread's V8 heap,
-// off-heap buffers); what RSS holds beyond them is native: workflow threads, the Temporal core, code.
+// off-heap buffers, the workflow threads' V8 heaps); what RSS holds beyond them is native: the Temporal
+// core, code, malloc.
 if (process.env.BENCH_MEMORY_LOG) {
   const mb = (n: number) => Math.round(n / 1048576);
-  setInterval(() => {
+  setInterval(() => void workflowThreadHeaps().then((threads) => {
     const m = process.memoryUsage();
-    console.error(JSON.stringify({ memory_mb: { rss: mb(m.rss), heap_total: mb(m.heapTotal), heap_used: mb(m.heapUsed), external: mb(m.external), array_buffers: mb(m.arrayBuffers) } }));
-  }, Number(process.env.BENCH_MEMORY_LOG)).unref();
+    console.error(JSON.stringify({
+      memory_mb: {
+        rss: mb(m.rss), heap_total: mb(m.heapTotal), heap_used: mb(m.heapUsed), external: mb(m.external), array_buffers: mb(m.arrayBuffers),
+        workflow_threads: threads.map((t) => ({ heap_total: mb(t.total), heap_used: mb(t.used) })),
+      },
+    }));
+  }), Number(process.env.BENCH_MEMORY_LOG)).unref();
 }
 // BENCH_ALLOC_PROFILE=<file>: a sampling profile of every allocation (kept or collected since), written
 // at shutdown: where the garbage the collector works through comes from (a .heapprofile for DevTools).

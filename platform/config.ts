@@ -51,6 +51,13 @@ const schema = z.object({
    * its own task queue, slots and cache; the threads run whichever area's workflow code is due).
    */
   TEMPORAL_WORKFLOW_THREADS: positiveInt.max(16).default(1),
+  /**
+   * Workers: each workflow thread's V8 young generation, in MB (0: V8's default, which grows with the
+   * machine's memory: 192 MB at 24 GB). What a workflow activation allocates dies with it, so a small
+   * young generation costs no measurable CPU and keeps ~150 MB of resident memory off the process
+   * under load (docs/benchmarks.md, target 5).
+   */
+  TEMPORAL_WORKFLOW_THREAD_YOUNG_GEN_MB: z.coerce.number().int().min(0).max(1024).default(16),
   /** Workers: workflows each area worker keeps in memory between their tasks (the SDK's default grows with the heap limit: ~2,400 here). */
   TEMPORAL_MAX_CACHED_WORKFLOWS: positiveInt.min(2).default(100),
   /**

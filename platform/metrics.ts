@@ -5,6 +5,7 @@
  * construction (route templates, never paths; outcomes from a closed set).
  */
 import type { Pool } from 'pg';
+import type { Worker as NodeWorker } from 'node:worker_threads';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export const metricsRegistry = new Registry();
@@ -71,6 +72,36 @@ new Gauge({
 /** Reports `pool`'s usage under `name` (`bp_db_pool_connections`). */
 export function observePool(name: string, pool: Pool): void {
   pools.set(name, pool);
+}
+
+const workflowThreads = new Set<NodeWorker>();
+
+/** The V8 heap of each workflow thread (the main thread's is in `bp_nodejs_heap_size_*`). */
+new Gauge({
+  name: 'bp_workflow_thread_heap_bytes', help: 'V8 heap of each Temporal workflow thread: used, total (committed) and limit.',
+  labelNames: ['thread', 'state'] as const, registers,
+  async collect() {
+    this.reset();
+    await Promise.all([...workflowThreads].map(async (thread) => {
+      const heap = await thread.getHeapStatistics().catch(() => null);
+      if (!heap) return; // exited meanwhile
+      this.set({ thread: String(thread.threadId), state: 'used' }, heap.used_heap_size);
+      this.set({ thread: String(thread.threadId), state: 'total' }, heap.total_heap_size);
+      this.set({ thread: String(thread.threadId), state: 'limit' }, heap.heap_size_limit);
+    }));
+  },
+});
+
+/** Reports the heaps of `threads` (`bp_workflow_thread_heap_bytes`) until the returned function is called. */
+export function observeWorkflowThreads(threads: NodeWorker[]): () => void {
+  for (const thread of threads) workflowThreads.add(thread);
+  return () => { for (const thread of threads) workflowThreads.delete(thread); };
+}
+
+/** The heaps of the workflow threads now (`bp_workflow_thread_heap_bytes`), for a diagnostic log line. */
+export async function workflowThreadHeaps(): Promise<{ used: number; total: number }[]> {
+  const heaps = await Promise.all([...workflowThreads].map((thread) => thread.getHeapStatistics().catch(() => null)));
+  return heaps.filter((h) => h !== null).map((h) => ({ used: h.used_heap_size, total: h.total_heap_size }));
 }
 
 export async function renderMetrics(): Promise<{ contentType: string; body: string }> {

@@ -3,10 +3,13 @@ import {
 } from '@temporalio/interceptors-opentelemetry';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type ActivityInterceptorsFactory, type CompiledWorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
 import type { WorkflowCreator } from '@temporalio/worker/lib/workflow/interface.js';
+import { ThreadedVMWorkflowCreator, WorkerThreadClient } from '@temporalio/worker/lib/workflow/threaded-vm.js';
 import type { WorkflowBundleWithSourceMapAndFilename } from '@temporalio/worker/lib/workflow/workflow-worker-thread/input.js';
 import type { Logger as SdkLogger } from '@temporalio/common';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { Worker as NodeWorker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Client } from '@temporalio/client';
@@ -26,7 +29,7 @@ import { clientInterceptors } from '../platform/temporal-interceptors.ts';
 import { Resource } from '@opentelemetry/resources';
 import { activeTelemetry, workflowSpanProcessor } from '../platform/telemetry.ts';
 import { nativePool } from '../db/pool.ts';
-import { observePool } from '../platform/metrics.ts';
+import { observePool, observeWorkflowThreads } from '../platform/metrics.ts';
 
 /** Where `npm run build` writes the prebuilt bundle that production workers load. */
 export const PREBUILT_BUNDLE = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url));
@@ -168,9 +171,12 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
     : areas.map((area) => ({ queue: deps.taskQueue(area.name), activities: activitiesOf(area, deps) }));
   const queues = pollers.map((p) => p.queue);
   // One bundle parse and one pool of workflow threads for all of them (not a thread each: ~60 MB per area).
-  const WorkerClass = sharedWorkflowThreadsWorker(
-    config.TEMPORAL_WORKFLOW_THREADS, new Set(pollers.flatMap((p) => Object.keys(p.activities))), config.TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS,
-  );
+  const WorkerClass = sharedWorkflowThreadsWorker({
+    threads: config.TEMPORAL_WORKFLOW_THREADS,
+    youngGenMb: config.TEMPORAL_WORKFLOW_THREAD_YOUNG_GEN_MB,
+    activityNames: new Set(pollers.flatMap((p) => Object.keys(p.activities))),
+    deadlockTimeoutMs: config.TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS,
+  });
   const workers = await Promise.all(
     pollers.map(({ queue, activities }) =>
       WorkerClass.create({
@@ -224,18 +230,28 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   };
 }
 
+interface WorkflowThreads {
+  /** How many workflow threads the process runs (TEMPORAL_WORKFLOW_THREADS). */
+  threads: number;
+  /** Each thread's V8 young generation in MB (TEMPORAL_WORKFLOW_THREAD_YOUNG_GEN_MB); 0: V8's default. */
+  youngGenMb: number;
+  /** Every area's activity names: the threads check a workflow's local activities against them. */
+  activityNames: ReadonlySet<string>;
+  /** Bound of each call into workflow code (TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS); 0: unbounded. */
+  deadlockTimeoutMs: number;
+}
+
 /**
  * A Worker class whose instances (the area workers of one process) share one parsed workflow bundle
- * and one pool of `threads` workflow threads, instead of a bundle parse, a worker thread and a V8
- * context each. `activityNames` is every area's activity names: the threads check a workflow's local
- * activities against it (each worker runs only its own; another area's fails on the worker instead).
- * Uses the SDK's protected static hooks `getOrCreateBundle` and `createWorkflowCreator`
+ * and one pool of workflow threads, instead of a bundle parse, a worker thread and a V8 context
+ * each. Each worker runs only its own area's local activities (another area's fails on the worker).
+ * Uses the SDK's protected static hooks `getOrCreateBundle` and `createWorkflowCreator`, and builds
+ * the threads as the SDK's `ThreadedVMWorkflowCreator.create` does, with a young generation of our own
  * (@temporalio/worker is pinned): every worker the tests start runs through it, several areas in one
  * process in the worker-process tests (e.g. test/billing/worker-crash.test.ts). Measurements:
- * docs/benchmarks.md, target 5. `deadlockTimeoutMs` bounds each call into workflow code
- * (TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS); 0: unbounded, no watchdog thread per call.
+ * docs/benchmarks.md, target 5.
  */
-function sharedWorkflowThreadsWorker(threads: number, activityNames: ReadonlySet<string>, deadlockTimeoutMs: number): typeof Worker {
+function sharedWorkflowThreadsWorker(pool: WorkflowThreads): typeof Worker {
   let bundle: Promise<WorkflowBundleWithSourceMapAndFilename | undefined> | undefined;
   let creator: Promise<WorkflowCreator> | undefined;
   let users = 0;
@@ -245,11 +261,9 @@ function sharedWorkflowThreadsWorker(threads: number, activityNames: ReadonlySet
     }
     protected static override async createWorkflowCreator(workflowBundle: WorkflowBundleWithSourceMapAndFilename, options: CompiledWorkerOptions, logger: SdkLogger): Promise<WorkflowCreator> {
       users++;
-      const activities = new Map([...activityNames].map((name) => [name, options.activities.get(name) ?? (async () => undefined)]));
-      // No timeout at all (undefined, which `vm` takes as unbounded) when it is off: any number, however
-      // large, still starts the watchdog thread.
-      const isolateExecutionTimeoutMs = deadlockTimeoutMs || (undefined as unknown as number);
-      creator ??= super.createWorkflowCreator(workflowBundle, { ...options, workflowThreadPoolSize: threads, activities, isolateExecutionTimeoutMs }, logger);
+      creator ??= options.debugMode
+        ? super.createWorkflowCreator(workflowBundle, options, logger)
+        : startWorkflowThreads(pool, workflowBundle, options, logger);
       const shared = await creator;
       return {
         createWorkflow: (opts) => shared.createWorkflow(opts),
@@ -258,6 +272,39 @@ function sharedWorkflowThreadsWorker(threads: number, activityNames: ReadonlySet
         },
       };
     }
+  };
+}
+
+const WORKFLOW_THREAD_SCRIPT = createRequire(import.meta.url).resolve('@temporalio/worker/lib/workflow/workflow-worker-thread');
+
+/**
+ * The workflow threads, as the SDK's `ThreadedVMWorkflowCreator.create` makes them, with two
+ * differences: each thread's young generation is `youngGenMb` (V8 sizes it from the machine's memory:
+ * 192 MB here, 150 MB of resident memory more under load with no CPU measured for it; the objects an
+ * activation makes die with it), and the threads' heaps are reported (`bp_workflow_thread_heap_bytes`).
+ */
+async function startWorkflowThreads(pool: WorkflowThreads, workflowBundle: WorkflowBundleWithSourceMapAndFilename, options: CompiledWorkerOptions, logger: SdkLogger): Promise<WorkflowCreator> {
+  const threads = Array.from({ length: pool.threads }, () =>
+    new NodeWorker(WORKFLOW_THREAD_SCRIPT, pool.youngGenMb ? { resourceLimits: { maxYoungGenerationSizeMb: pool.youngGenMb } } : {}));
+  const clients = threads.map((thread) => new WorkerThreadClient(thread, logger, options.patchActivationCallback));
+  await Promise.all(clients.map((client) => client.send({
+    type: 'init',
+    workflowBundle,
+    // No timeout at all (undefined, which `vm` takes as unbounded) when it is off: any number, however
+    // large, still starts the watchdog thread.
+    isolateExecutionTimeoutMs: pool.deadlockTimeoutMs || (undefined as unknown as number),
+    reuseV8Context: options.reuseV8Context ?? true,
+    registeredActivityNames: new Set(pool.activityNames),
+    hasPatchActivationCallback: options.patchActivationCallback !== undefined,
+  })));
+  const unobserve = observeWorkflowThreads(threads);
+  const creator = new ThreadedVMWorkflowCreator(clients);
+  return {
+    createWorkflow: (opts) => creator.createWorkflow(opts),
+    async destroy() {
+      unobserve();
+      await creator.destroy();
+    },
   };
 }
 

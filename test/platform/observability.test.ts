@@ -53,6 +53,10 @@ describe('GET /metrics', () => {
     expect(delta('bp_workflow_starts_total', { workflow_type: 'paymentWorkflow' })).toBe(1);
     expect(sample(after, 'bp_db_pool_connections', { pool: 'orm', state: 'total' })).toBeGreaterThan(0);
     expect(after).toContain('bp_process_resident_memory_bytes');
+    const threadHeap = (state: string) => sample(after, 'bp_workflow_thread_heap_bytes', { state });
+    expect(threadHeap('used')).toBeGreaterThan(0); // the workflow thread's own heap, not the main thread's
+    expect(threadHeap('total')).toBeGreaterThanOrEqual(threadHeap('used'));
+    expect(threadHeap('limit')).toBeGreaterThan(threadHeap('total'));
   });
 
   it('answers only the same host, or the bearer of METRICS_TOKEN', async () => {
