@@ -1,5 +1,6 @@
 import { permissionScopes } from '../domain/registry.ts';
-import type { Client } from '@temporalio/client';
+import { Connection, type Client } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -174,11 +175,50 @@ export async function createBenchDatabase(infra: Infra): Promise<BenchDatabase> 
       return (await (await orm.em.getConnection().getNativeClient()).query(text, values)).rows;
     },
     async drop() {
+      await endLeftoverWorkflows(infra.temporalAddress, `${database}-`);
       await orm.close(true);
       await admin.query(`drop database if exists ${database} with (force)`);
       await admin.end();
     },
   };
+}
+
+/**
+ * Terminates the workflows a run left running on its task queues (orders waiting for their
+ * fulfilment, subscriptions for their next period …) by one batch operation, and waits for the
+ * server to finish it (the dev server ends about 40 a second): on a shared server (TEMPORAL_ADDRESS)
+ * they would otherwise pile up over a day of runs (28,000 once), and the next scenario, run or test
+ * suite would share the server's CPU with their timers and terminations.
+ */
+const { BatchOperationState } = proto.temporal.api.enums.v1;
+
+async function endLeftoverWorkflows(address: string, taskQueuePrefix: string): Promise<void> {
+  const connection = await Connection.connect({ address });
+  const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
+  const jobId = `bench-cleanup-${randomUUID()}`;
+  try {
+    await connection.workflowService.startBatchOperation({
+      namespace, jobId, reason: 'benchmark run finished',
+      visibilityQuery: `ExecutionStatus = "Running" AND TaskQueue STARTS_WITH "${taskQueuePrefix}"`,
+      terminationOperation: {},
+      maxOperationsPerSecond: 500,
+    });
+    const until = Date.now() + 300_000;
+    for (;;) {
+      const job = await connection.workflowService.describeBatchOperation({ namespace, jobId }).catch(() => null); // not visible yet
+      const state = job?.state ?? BatchOperationState.BATCH_OPERATION_STATE_UNSPECIFIED;
+      if (state !== BatchOperationState.BATCH_OPERATION_STATE_RUNNING && state !== BatchOperationState.BATCH_OPERATION_STATE_UNSPECIFIED) break;
+      if (Date.now() > until) {
+        console.error(`bench: still ending this run's workflows after 5 minutes (${job?.completeOperationCount} of ${job?.totalOperationCount}); going on`);
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  } catch (err) {
+    console.error(`bench: could not end this run's workflows (${(err as Error).message}); they stay on the Temporal server`);
+  } finally {
+    await connection.close();
+  }
 }
 
 /** Peak resident memory of a process so far (Linux VmHWM), in MB; null once it is gone or elsewhere. */
