@@ -292,14 +292,7 @@ export async function reserveStock(
     for (const c of candidates) {
       if (remaining === 0) break;
       const take = Math.min(remaining, c.available);
-      const rows = await tx.execute<LevelRow[]>(
-        `update inventory_levels set reserved = reserved + ?, updated_at = now()
-          where account_id = ? and livemode = ? and warehouse_id = ? and sku = ? and quantity - reserved >= ?
-          returning ${LEVEL_COLUMNS}`,
-        [take, scope.accountId, scope.livemode, c.warehouse_id, sku, take],
-      );
-      const row = rows[0];
-      if (!row) {
+      if (!(await reserveAt(tx, scope, c.warehouse_id, sku, take, requestId))) {
         raced = true;
         continue;
       }
@@ -307,7 +300,6 @@ export async function reserveStock(
       const existing = allocations.find((a) => a.warehouse_id === c.warehouse_id);
       if (existing) existing.quantity += take;
       else allocations.push({ warehouse_id: c.warehouse_id, quantity: take });
-      noteLowStock(tx, scope, row, { available: row.quantity - row.reserved + take, reorder_point: row.reorder_point }, requestId);
     }
     if (!raced) break;
   }
@@ -320,6 +312,43 @@ export async function reserveStock(
     });
   }
   return allocations;
+}
+
+/**
+ * Reserves `quantity` units of `sku` in one warehouse: one conditional UPDATE that locks the row
+ * and only succeeds while it still has the units. False (nothing changed) when it has not.
+ */
+export async function reserveAt(
+  tx: EntityManager, scope: Scope, warehouseId: string, sku: string, quantity: number, requestId: string | null,
+): Promise<boolean> {
+  const [row] = await tx.execute<LevelRow[]>(
+    `update inventory_levels set reserved = reserved + ?, updated_at = now()
+      where account_id = ? and livemode = ? and warehouse_id = ? and sku = ? and quantity - reserved >= ?
+      returning ${LEVEL_COLUMNS}`,
+    [quantity, scope.accountId, scope.livemode, warehouseId, sku, quantity],
+  );
+  if (!row) return false;
+  noteLowStock(tx, scope, row, { available: row.quantity - row.reserved + quantity, reorder_point: row.reorder_point }, requestId);
+  return true;
+}
+
+/**
+ * For each SKU, the first warehouse (by id) that holds all of `quantities[sku]` units now, read
+ * without locking anything; null when some SKU has no such warehouse (its units are split across
+ * warehouses, or short). What an order plans here it reserves with `reserveAt` later in its
+ * transaction, which re-checks the units on the row it locks.
+ */
+export async function wholeWarehouses(tx: EntityManager, scope: Scope, quantities: ReadonlyMap<string, number>): Promise<Map<string, string> | null> {
+  if (!quantities.size) return new Map();
+  // One index probe per SKU (inventory_levels_sku), however many SKUs the account stocks.
+  const rows = await tx.execute<{ sku: string; warehouse_id: string | null }[]>(
+    `select t.sku, (select l.warehouse_id from inventory_levels l
+                     where l.account_id = ? and l.livemode = ? and l.sku = t.sku and l.quantity - l.reserved >= t.quantity
+                     order by l.warehouse_id limit 1) as warehouse_id
+       from jsonb_to_recordset(?::jsonb) as t(sku text, quantity int)`,
+    [scope.accountId, scope.livemode, JSON.stringify([...quantities].map(([sku, quantity]) => ({ sku, quantity })))],
+  );
+  return rows.every((r) => r.warehouse_id !== null) ? new Map(rows.map((r) => [r.sku, r.warehouse_id!])) : null;
 }
 
 /** Gives reserved units back (order canceled). */

@@ -13,7 +13,7 @@ import {
 import type { OrderView } from './schemas.ts';
 
 export type { OrderView } from './schemas.ts';
-import { consumeStock, releaseStock, reserveStock, setStockContext } from './inventory.ts';
+import { consumeStock, releaseStock, reserveAt, reserveStock, setStockContext, wholeWarehouses } from './inventory.ts';
 import { loadRates, priceIn } from './pricing.ts';
 import { Customer } from '../customers/public.ts';
 import { findSucceededPayment } from '../payments/public.ts';
@@ -112,7 +112,15 @@ export async function draftOrder(em: EntityManager, scope: Scope, input: OrderIn
  * The second half (in the API's request): reserves stock (one conditional UPDATE per warehouse
  * row, lines in SKU order so concurrent orders lock rows in one order) and writes the row and
  * `order.created` in one transaction. A shortfall on any line rolls the whole order back (409
- * `insufficient_stock`). `order.created` is the order workflow's start in the outbox: the
+ * `insufficient_stock`).
+ *
+ * The reservations come last, just before the commit, when every SKU has a warehouse holding all
+ * its units (`wholeWarehouses`, read without locks): the order and its event are written first,
+ * with those warehouses as the allocations, so a stock row every order of a hot SKU waits for is
+ * locked for one statement and the commit instead of for the inserts too. Each reservation still
+ * re-checks the units on the row it locks; if another order took them since the plan, the
+ * transaction is rolled back and written again reserving first (`reserveStock`, which also splits a
+ * line across warehouses and answers the shortfall). `order.created` is the order workflow's start in the outbox: the
  * commerce consumer starts `order-<id>` from it (order-process.ts). Idempotent: keyed by the order
  * id, a second run rolls back on the primary key and returns the row.
  *
@@ -137,17 +145,23 @@ export async function writeOrder(
     if (found) return orderView(found);
     if (draft.written) throw notFound('order', draft.orderId);
   }
-  return em.transactional(async (tx) => {
+  // Reserved last where it can be (see `reserveLast`); a plan that another order overtook is written
+  // again the other way, reserving first.
+  const write = (reserveLast: boolean) => em.transactional(async (tx) => {
     const lines: OrderLine[] = draft.lines.map((l) => ({ ...l, allocations: [] }));
     // The ledger's actor: the API key that placed the order (`workflow:` when the workflow writes it).
     const actor = opts.actor ?? `workflow:${orderWorkflowId(draft.orderId)}`;
     await setStockContext(tx, { reason: 'order_reservation', reference: draft.orderId, actor, requestId: draft.requestId });
     const tracked = new Set(draft.trackedSkus);
     // Reserve in SKU order: two orders for the same SKUs take the row locks in the same order.
-    const order = [...lines.keys()].sort((a, b) => (lines[a]!.sku < lines[b]!.sku ? -1 : lines[a]!.sku > lines[b]!.sku ? 1 : a - b));
-    for (const index of order) {
-      const line = lines[index]!;
-      if (tracked.has(line.sku)) line.allocations = await reserveStock(tx, scope, line.sku, line.quantity, draft.requestId);
+    const order = [...lines.keys()]
+      .sort((a, b) => (lines[a]!.sku < lines[b]!.sku ? -1 : lines[a]!.sku > lines[b]!.sku ? 1 : a - b))
+      .filter((index) => tracked.has(lines[index]!.sku));
+    const planned = reserveLast ? await wholeWarehouses(tx, scope, unitsPerSku(order.map((index) => lines[index]!))) : null;
+    if (planned) {
+      for (const index of order) lines[index]!.allocations = [{ warehouse_id: planned.get(lines[index]!.sku)!, quantity: lines[index]!.quantity }];
+    } else {
+      for (const index of order) lines[index]!.allocations = await reserveStock(tx, scope, lines[index]!.sku, lines[index]!.quantity, draft.requestId);
     }
     const placedAt = new Date(draft.placedAt);
     const row = tx.create(Order, {
@@ -163,13 +177,33 @@ export async function writeOrder(
     });
     recordEvent(tx, scope, { type: 'order.created', object: orderView(row), customerId: row.customerId, requestId: draft.requestId });
     await tx.flush();
+    if (planned) {
+      for (const index of order) {
+        const line = lines[index]!;
+        if (!(await reserveAt(tx, scope, line.allocations[0]!.warehouse_id, line.sku, line.quantity, draft.requestId))) throw new PlanOvertaken();
+      }
+      await tx.flush(); // the low-stock events the reservations noted, if any
+    }
     return orderView(row);
+  });
+  return write(true).catch(async (err: unknown) => {
+    if (err instanceof PlanOvertaken) return write(false);
+    throw err;
   }).catch(async (err: unknown) => {
     // Written already (a retry whose first attempt committed): everything above rolled back; the order as it is.
     if (isUniqueViolation(err, 'orders_pkey')) return orderView(await findOrder(em.fork(), draft.orderId));
     if (draft.paymentId !== null && isUniqueViolation(err, 'orders_payment_id_unique')) throw paymentAlreadyUsed(draft.paymentId, null);
     throw err;
   });
+}
+
+/** Another order took the units a plan counted on between the plan and its reservation (rolled back, written again). */
+class PlanOvertaken extends Error {}
+
+function unitsPerSku(lines: readonly OrderLine[]): Map<string, number> {
+  const units = new Map<string, number>();
+  for (const line of lines) units.set(line.sku, (units.get(line.sku) ?? 0) + line.quantity);
+  return units;
 }
 
 /**

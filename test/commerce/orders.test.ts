@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { draftOrder, writeOrder } from '../../domain/commerce/orders.ts';
 import { scopedEm } from '../../domain/scope.ts';
@@ -61,6 +62,55 @@ describe('POST /v3/orders', () => {
     expect(rows[0]!.n).toBe(10);
     const negative = await platform.sql('select 1 from inventory_levels where quantity < 0 or reserved < 0 or reserved > quantity');
     expect(negative).toEqual([]);
+  });
+
+  it('reserves last: an order whose planned warehouse another transaction emptied meanwhile is written again, from another warehouse or refused, with nothing of the first attempt left', async () => {
+    // Two warehouses for one SKU; an order for 2 plans the first by id (3 units), and another
+    // transaction takes those 3 while the order waits for the row's lock.
+    const other = (await http('/v3/warehouses', { key, body: { name: 'Second warehouse' } })).body.id as string;
+    const [first, second] = [shop.warehouseId, other].sort();
+    await stockedProduct(http, key, shop, 'ORD-PLAN', 0);
+    const put = (warehouse: string, quantity: number) => http('/v3/inventory/ORD-PLAN/stock', { key, method: 'PUT', body: { warehouse_id: warehouse, quantity, operation: 'set' } });
+    expect((await put(first!, 3)).status).toBe(200);
+    expect((await put(second!, 2)).status).toBe(200);
+    const takeWhileOrderWaits = async (warehouse: string, units: number, order: () => Promise<any>) => {
+      const holder = new pg.Client({ connectionString: platform.dbUrl });
+      await holder.connect();
+      try {
+        await holder.query('begin');
+        await holder.query('update inventory_levels set reserved = reserved + $3 where warehouse_id = $1 and sku = $2', [warehouse, 'ORD-PLAN', units]);
+        const answer = order();
+        const [waiting] = await eventually(async () => {
+          const rows = await platform.sql<{ pid: number }>(`select pid from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`);
+          return rows.length ? rows : null;
+        }, 15_000, 'the order to wait for the stock row');
+        // It waits with its order row written already: the stock row is the last thing it locks.
+        const wrote = await platform.sql(
+          `select 1 from pg_locks l join pg_class c on c.oid = l.relation where l.pid = $1 and c.relname = 'orders' and l.mode = 'RowExclusiveLock'`, [waiting!.pid]);
+        expect(wrote).toHaveLength(1);
+        await holder.query('commit');
+        return await answer;
+      } finally {
+        await holder.end();
+      }
+    };
+    const placed = await takeWhileOrderWaits(first!, 3, () => placeOrder(orderBody(shop, [{ sku: 'ORD-PLAN', quantity: 2 }], { metadata: { ref: 'overtaken' } })));
+    expect(placed.status, placed.text).toBe(201);
+    expect(placed.body.line_items[0].allocations).toEqual([{ warehouse_id: second, quantity: 2 }]);
+    const orders = await platform.sql<{ id: string }>(`select id from orders where metadata->>'ref' = 'overtaken'`);
+    expect(orders.map((o) => o.id)).toEqual([placed.body.id]);
+    const created = await platform.sql<{ allocations: unknown }>(`select data->'object'->'line_items'->0->'allocations' as allocations from events where type = 'order.created' and data->'object'->>'id' = $1`, [placed.body.id]);
+    expect(created).toEqual([{ allocations: [{ warehouse_id: second, quantity: 2 }] }]);
+    expect(await stockOf(platform, key, 'ORD-PLAN')).toEqual({ quantity: 5, reserved: 5 });
+
+    // Now none is left once the other transaction commits: 409, no row, no event.
+    expect((await put(second!, 4)).status).toBe(200);
+    const refused = await takeWhileOrderWaits(second!, 2, () => placeOrder(orderBody(shop, [{ sku: 'ORD-PLAN', quantity: 1 }], { metadata: { ref: 'refused-after-plan' } })));
+    expect(refused.status, refused.text).toBe(409);
+    expect(refused.body).toMatchObject({ code: 'insufficient_stock', sku: 'ORD-PLAN', requested: 1, available: 0 });
+    expect(await platform.sql(`select 1 from orders where metadata->>'ref' = 'refused-after-plan'`)).toEqual([]);
+    expect(await platform.sql(`select 1 from events where data->'object'->'metadata'->>'ref' = 'refused-after-plan'`)).toEqual([]);
+    expect(await stockOf(platform, key, 'ORD-PLAN')).toEqual({ quantity: 7, reserved: 7 });
   });
 
   it('rolls back every line when one line is short, and names every bad field at once', async () => {
