@@ -183,6 +183,8 @@ export async function createBenchDatabase(infra: Infra): Promise<BenchDatabase> 
   };
 }
 
+const { BatchOperationState } = proto.temporal.api.enums.v1;
+
 /**
  * Terminates the workflows a run left running on its task queues (orders waiting for their
  * fulfilment, subscriptions for their next period …) by one batch operation, and waits for the
@@ -190,8 +192,6 @@ export async function createBenchDatabase(infra: Infra): Promise<BenchDatabase> 
  * they would otherwise pile up over a day of runs (28,000 once), and the next scenario, run or test
  * suite would share the server's CPU with their timers and terminations.
  */
-const { BatchOperationState } = proto.temporal.api.enums.v1;
-
 async function endLeftoverWorkflows(address: string, taskQueuePrefix: string): Promise<void> {
   const connection = await Connection.connect({ address });
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';

@@ -82,13 +82,11 @@ new Gauge({
   labelNames: ['thread', 'state'] as const, registers,
   async collect() {
     this.reset();
-    await Promise.all([...workflowThreads].map(async (thread) => {
-      const heap = await thread.getHeapStatistics().catch(() => null);
-      if (!heap) return; // exited meanwhile
-      this.set({ thread: String(thread.threadId), state: 'used' }, heap.used_heap_size);
-      this.set({ thread: String(thread.threadId), state: 'total' }, heap.total_heap_size);
-      this.set({ thread: String(thread.threadId), state: 'limit' }, heap.heap_size_limit);
-    }));
+    for (const heap of await workflowThreadHeaps()) {
+      this.set({ thread: heap.thread, state: 'used' }, heap.used);
+      this.set({ thread: heap.thread, state: 'total' }, heap.total);
+      this.set({ thread: heap.thread, state: 'limit' }, heap.limit);
+    }
   },
 });
 
@@ -98,10 +96,13 @@ export function observeWorkflowThreads(threads: NodeWorker[]): () => void {
   return () => { for (const thread of threads) workflowThreads.delete(thread); };
 }
 
-/** The heaps of the workflow threads now (`bp_workflow_thread_heap_bytes`), for a diagnostic log line. */
-export async function workflowThreadHeaps(): Promise<{ used: number; total: number }[]> {
-  const heaps = await Promise.all([...workflowThreads].map((thread) => thread.getHeapStatistics().catch(() => null)));
-  return heaps.filter((h) => h !== null).map((h) => ({ used: h.used_heap_size, total: h.total_heap_size }));
+/** The heap of each workflow thread now, in bytes (a thread that exited meanwhile is left out). */
+export async function workflowThreadHeaps(): Promise<{ thread: string; used: number; total: number; limit: number }[]> {
+  const heaps = await Promise.all([...workflowThreads].map(async (thread) => {
+    const heap = await thread.getHeapStatistics().catch(() => null);
+    return heap && { thread: String(thread.threadId), used: heap.used_heap_size, total: heap.total_heap_size, limit: heap.heap_size_limit };
+  }));
+  return heaps.filter((h) => h !== null);
 }
 
 export async function renderMetrics(): Promise<{ contentType: string; body: string }> {

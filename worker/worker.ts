@@ -261,8 +261,13 @@ function sharedWorkflowThreadsWorker(pool: WorkflowThreads): typeof Worker {
     }
     protected static override async createWorkflowCreator(workflowBundle: WorkflowBundleWithSourceMapAndFilename, options: CompiledWorkerOptions, logger: SdkLogger): Promise<WorkflowCreator> {
       users++;
+      // The SDK's debug mode runs workflows on the main thread (no threads to build): the same
+      // activity names and deadlock bound, through the SDK's own path.
       creator ??= options.debugMode
-        ? super.createWorkflowCreator(workflowBundle, options, logger)
+        ? super.createWorkflowCreator(workflowBundle, {
+          ...options, activities: new Map([...pool.activityNames].map((name) => [name, options.activities.get(name) ?? (async () => undefined)])),
+          isolateExecutionTimeoutMs: isolateTimeout(pool),
+        }, logger)
         : startWorkflowThreads(pool, workflowBundle, options, logger);
       const shared = await creator;
       return {
@@ -273,6 +278,14 @@ function sharedWorkflowThreadsWorker(pool: WorkflowThreads): typeof Worker {
       };
     }
   };
+}
+
+/**
+ * The SDK's bound of each call into workflow code: none at all (undefined, which `vm` takes as
+ * unbounded) when it is off, since any number, however large, still starts the watchdog thread.
+ */
+function isolateTimeout(pool: WorkflowThreads): number {
+  return pool.deadlockTimeoutMs || (undefined as unknown as number);
 }
 
 const WORKFLOW_THREAD_SCRIPT = createRequire(import.meta.url).resolve('@temporalio/worker/lib/workflow/workflow-worker-thread');
@@ -290,9 +303,7 @@ async function startWorkflowThreads(pool: WorkflowThreads, workflowBundle: Workf
   await Promise.all(clients.map((client) => client.send({
     type: 'init',
     workflowBundle,
-    // No timeout at all (undefined, which `vm` takes as unbounded) when it is off: any number, however
-    // large, still starts the watchdog thread.
-    isolateExecutionTimeoutMs: pool.deadlockTimeoutMs || (undefined as unknown as number),
+    isolateExecutionTimeoutMs: isolateTimeout(pool),
     reuseV8Context: options.reuseV8Context ?? true,
     registeredActivityNames: new Set(pool.activityNames),
     hasPatchActivationCallback: options.patchActivationCallback !== undefined,
