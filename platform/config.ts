@@ -61,12 +61,13 @@ const schema = z.object({
   /** Workers: workflows each area worker keeps in memory between their tasks (the SDK's default grows with the heap limit: ~2,400 here). */
   TEMPORAL_MAX_CACHED_WORKFLOWS: positiveInt.min(2).default(100),
   /**
-   * Workers: how long one call into workflow code may run before the SDK stops it and fails the
-   * workflow task (its deadlock detection; 5 s is the SDK's default). Node enforces it by starting a
-   * watchdog thread for every call into the workflow sandbox (nodejs/node#47739; several calls per
-   * activation), which costs 1–4 ms of CPU per workflow on a 2-core VM (docs/benchmarks.md,
-   * "Where the CPU goes"). 0 turns it off, for that CPU: a workflow task stuck in a loop then holds its workflow
-   * thread until the process restarts, instead of failing its task.
+   * Workers: how long one request to a workflow thread (an activation, a workflow's creation or
+   * disposal) may compute before it is stopped and its workflow task failed as a potential deadlock
+   * (the SDK's deadlock detection; 5 s is the SDK's default). Node enforces it with a watchdog thread
+   * started and joined per bounded call (nodejs/node#47739): the SDK bounds each of the ~6 calls of
+   * an activation alone, worker/workflow-thread.ts bounds each request once. 0 turns it off: a
+   * workflow task stuck in a loop then holds its workflow thread until the process restarts,
+   * instead of failing its task (docs/benchmarks.md, "Where the CPU goes").
    */
   TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
   /**

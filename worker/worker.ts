@@ -8,7 +8,6 @@ import type { WorkflowBundleWithSourceMapAndFilename } from '@temporalio/worker/
 import type { Logger as SdkLogger } from '@temporalio/common';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createRequire } from 'node:module';
 import { Worker as NodeWorker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import type { MikroORM } from '@mikro-orm/postgresql';
@@ -288,13 +287,19 @@ function isolateTimeout(pool: WorkflowThreads): number {
   return pool.deadlockTimeoutMs || (undefined as unknown as number);
 }
 
-const WORKFLOW_THREAD_SCRIPT = createRequire(import.meta.url).resolve('@temporalio/worker/lib/workflow/workflow-worker-thread');
+/** The threads' script (the SDK's, with the deadlock bound per request): the `.ts` source, or its compiled `.js` under dist/. */
+const WORKFLOW_THREAD_SCRIPT = (() => {
+  const path = fileURLToPath(new URL('./workflow-thread.ts', import.meta.url));
+  return existsSync(path) ? path : path.replace(/\.ts$/, '.js');
+})();
 
 /**
- * The workflow threads, as the SDK's `ThreadedVMWorkflowCreator.create` makes them, with two
+ * The workflow threads, as the SDK's `ThreadedVMWorkflowCreator.create` makes them, with three
  * differences: each thread's young generation is `youngGenMb` (V8 sizes it from the machine's memory:
  * 192 MB here, 150 MB of resident memory more under load with no CPU measured for it; the objects an
- * activation makes die with it), and the threads' heaps are reported (`bp_workflow_thread_heap_bytes`).
+ * activation makes die with it), the threads' heaps are reported (`bp_workflow_thread_heap_bytes`),
+ * and the threads run worker/workflow-thread.ts, which bounds each request once instead of each
+ * call into the sandbox (the deadlock detection's watchdog threads).
  */
 async function startWorkflowThreads(pool: WorkflowThreads, workflowBundle: WorkflowBundleWithSourceMapAndFilename, options: CompiledWorkerOptions, logger: SdkLogger): Promise<WorkflowCreator> {
   const threads = Array.from({ length: pool.threads }, () =>

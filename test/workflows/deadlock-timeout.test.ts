@@ -6,9 +6,10 @@ import { spin } from '../support/workflows/spin.ts';
 
 /**
  * TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS reaches the workflow sandbox: a workflow task that computes
- * longer than the timeout fails (the SDK's deadlock detection, with the configured bound), and with 0
- * the same task runs to its end. The spin is sized to about 1.5 s on this machine, five times the
- * 300 ms bound.
+ * longer than the timeout fails (the SDK's deadlock detection, with the configured bound, applied per
+ * request to the workflow thread by worker/workflow-thread.ts), wherever in the activation the loop
+ * runs, and the thread goes on serving other workflows; with 0 the same task runs to its end. The
+ * spin is sized to about 1.5 s on this machine, five times the 300 ms bound.
  */
 let platform: TestPlatform;
 let code: string;
@@ -26,7 +27,7 @@ beforeAll(async () => {
 });
 afterAll(() => platform?.close());
 
-async function runSpin(deadlockTimeoutMs: number, name: string) {
+async function runSpin(deadlockTimeoutMs: number, name: string, { afterCondition = false, then }: { afterCondition?: boolean; then?: (taskQueue: string) => Promise<void> } = {}) {
   const taskQueuePrefix = `${platform.taskQueuePrefix}${name}-`;
   const workers = await startWorkers({
     address: inject('temporalAddress'), namespace: platform.config.TEMPORAL_NAMESPACE, taskQueuePrefix, orm: platform.orm,
@@ -36,7 +37,7 @@ async function runSpin(deadlockTimeoutMs: number, name: string) {
   });
   try {
     const handle = await platform.temporal.client.workflow.start('spinWorkflow', {
-      taskQueue: `${taskQueuePrefix}platform`, workflowId: `spin-${name}-${Date.now()}`, args: [iterations],
+      taskQueue: `${taskQueuePrefix}platform`, workflowId: `spin-${name}-${Date.now()}`, args: [iterations, afterCondition],
     });
     // The first workflow task's outcome: completed (the workflow's result) or failed (its failure).
     for (;;) {
@@ -44,6 +45,7 @@ async function runSpin(deadlockTimeoutMs: number, name: string) {
       const failed = events.find((e) => e.workflowTaskFailedEventAttributes)?.workflowTaskFailedEventAttributes;
       if (failed) {
         await handle.terminate('test done');
+        await then?.(`${taskQueuePrefix}platform`);
         return { failure: failed.failure?.message ?? '' };
       }
       if (events.some((e) => e.workflowExecutionCompletedEventAttributes)) return { result: (await handle.result()) as number };
@@ -57,7 +59,21 @@ async function runSpin(deadlockTimeoutMs: number, name: string) {
 describe('the workflow deadlock timeout (TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS)', () => {
   it('fails a workflow task that computes past the bound, naming the bound', async () => {
     const outcome = await runSpin(300, 'bounded');
-    expect(outcome).toEqual({ failure: expect.stringContaining('300ms') });
+    expect(outcome).toEqual({ failure: expect.stringMatching(/Potential deadlock.*more than 300 ms.*TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS/) });
+  });
+
+  it('fails a task whose loop runs in a later call of the activation, and the thread serves the next workflow', async () => {
+    let next: number | undefined;
+    const outcome = await runSpin(300, 'later-call', {
+      afterCondition: true,
+      then: async (taskQueue) => {
+        next = await platform.temporal.client.workflow.execute('spinWorkflow', {
+          taskQueue, workflowId: `spin-next-${Date.now()}`, args: [1000, true], workflowExecutionTimeout: '30 seconds',
+        });
+      },
+    });
+    expect(outcome).toEqual({ failure: expect.stringMatching(/Potential deadlock.*more than 300 ms.*TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS/) });
+    expect(next).toBe(spin(1000));
   });
 
   it('lets the same task run to its end with 0 (no bound)', async () => {

@@ -1,9 +1,14 @@
+import { condition } from '@temporalio/workflow';
+
 /**
  * Test-only workflow code, bundled beside the platform's workflows by the tests that need it (never
  * in production's bundle): `spinWorkflow` computes for `iterations` rounds without yielding, as a
- * workflow stuck in a loop would (test/workflows/deadlock-timeout.test.ts).
+ * workflow stuck in a loop would (test/workflows/deadlock-timeout.test.ts); with `afterCondition`
+ * it first waits on a condition that is already true, so the loop runs in a later call into the
+ * sandbox within the same activation (the SDK's unblocking of conditions), not the first.
  */
-export async function spinWorkflow(iterations: number): Promise<number> {
+export async function spinWorkflow(iterations: number, afterCondition = false): Promise<number> {
+  if (afterCondition) await condition(() => true);
   return spin(iterations);
 }
 

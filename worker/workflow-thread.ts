@@ -1,0 +1,87 @@
+/**
+ * The script of the process's workflow threads (worker/worker.ts `startWorkflowThreads`): the SDK's
+ * own (`@temporalio/worker/lib/workflow/workflow-worker-thread`), with the deadlock bound
+ * (TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS) applied once per request from the main thread — create a
+ * workflow, activate it, dispose of it — instead of once per call into the sandbox.
+ *
+ * Why: the SDK passes the bound as `vm`'s `timeout` to every call into a workflow's context, about
+ * six per activation (initialise, activate, unblock conditions until none is left, conclude, and at
+ * creation and disposal), and Node enforces a `timeout` by starting and joining a watchdog thread
+ * for each call (nodejs/node#47739): 120–170 µs of CPU each on a quiet machine, and a wait for the
+ * scheduler on a busy one. Here one watchdog covers a whole request: the request runs inside a tiny
+ * script run with the `timeout`, and the SDK's calls into the context run within it without their
+ * own. A workflow task that computes past the bound is stopped by V8 exactly as before — the nested
+ * calls are unwound by the termination, which only the outer call, whose watchdog fired, converts
+ * into the `ERR_SCRIPT_EXECUTION_TIMEOUT` error — and an activation stopped that way answers what the
+ * SDK's own catch answers, a failed completion (its message names the bound and the setting), so the
+ * workflow task fails and the workflow is evicted and replayed as before. The bound now covers an activation's calls
+ * together rather than each alone (a stricter bound on the same thing: how long one workflow task
+ * may hold the thread). The creator's own construction (the bundle's preloading) keeps the SDK's
+ * per-call bound. Tested in test/workflows/deadlock-timeout.test.ts; measured in docs/benchmarks.md
+ * (target 2). Relies on SDK internals, like the threads themselves (`@temporalio/worker` is pinned).
+ */
+import vm from 'node:vm';
+import type { WorkflowCreateOptions } from '@temporalio/worker/lib/workflow/interface.js';
+import { ReusableVMWorkflow, ReusableVMWorkflowCreator } from '@temporalio/worker/lib/workflow/reusable-vm.js';
+import { VMWorkflow, VMWorkflowCreator } from '@temporalio/worker/lib/workflow/vm.js';
+import { BaseVMWorkflow } from '@temporalio/worker/lib/workflow/vm-shared.js';
+import type { coresdk } from '@temporalio/proto';
+
+/** The bound, from the SDK's `init` request (undefined: none). */
+let boundMs: number | undefined;
+
+const boundedCall = new vm.Script('__bpBoundedCall()', { filename: 'bp-workflow-deadlock-bound.js' });
+let pending: (() => unknown) | undefined;
+(globalThis as { __bpBoundedCall?: () => unknown }).__bpBoundedCall = () => pending!();
+
+/** Runs `fn`'s synchronous part under one watchdog of `boundMs` (or none when off, or already inside one). */
+function withinBound<T>(fn: () => T): T {
+  if (boundMs === undefined || pending) return fn();
+  pending = fn;
+  try {
+    return boundedCall.runInThisContext({ timeout: boundMs, displayErrors: false }) as T;
+  } finally {
+    pending = undefined;
+  }
+}
+
+const isTimeout = (err: unknown) => (err as { code?: unknown } | null)?.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT';
+
+for (const Creator of [ReusableVMWorkflowCreator, VMWorkflowCreator]) {
+  const create = Creator.create.bind(Creator) as (...args: Parameters<typeof Creator.create>) => Promise<InstanceType<typeof Creator>>;
+  Creator.create = (async (...args: Parameters<typeof Creator.create>) => {
+    const creator = await create(...args);
+    const isolateExecutionTimeoutMs = args[1];
+    boundMs = isolateExecutionTimeoutMs || undefined;
+    // The calls into the workflows' contexts carry no watchdog of their own from here on.
+    (creator as unknown as { isolateExecutionTimeoutMs?: number }).isolateExecutionTimeoutMs = undefined;
+    return creator;
+  }) as typeof Creator.create;
+  const createWorkflow = Creator.prototype.createWorkflow;
+  Creator.prototype.createWorkflow = function (this: InstanceType<typeof Creator>, options: WorkflowCreateOptions) {
+    return withinBound(() => createWorkflow.call(this, options));
+  } as typeof createWorkflow;
+}
+
+const activate = BaseVMWorkflow.prototype.activate;
+BaseVMWorkflow.prototype.activate = function (this: BaseVMWorkflow, activation: coresdk.workflow_activation.IWorkflowActivation) {
+  try {
+    return withinBound(() => activate.call(this, activation));
+  } catch (err) {
+    if (!isTimeout(err)) throw err;
+    // What the SDK's activate answers when its own call times out (vm-shared.js), named for the
+    // ops staff who read it in the Temporal UI.
+    const deadlock = new Error(`Potential deadlock detected: the workflow task computed for more than ${boundMs} ms without yielding (TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS)`);
+    return Promise.resolve({ runId: this.activator.info.runId, failed: { failure: this.activator.errorToFailure(deadlock) } });
+  }
+};
+
+for (const Workflow of [ReusableVMWorkflow, VMWorkflow]) {
+  const dispose = Workflow.prototype.dispose;
+  Workflow.prototype.dispose = function (this: InstanceType<typeof Workflow>) {
+    return withinBound(() => dispose.call(this));
+  };
+}
+
+// The SDK's thread itself: it answers the main thread's requests with the classes patched above.
+await import('@temporalio/worker/lib/workflow/workflow-worker-thread.js');
