@@ -47,6 +47,10 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (apiError.status >= 500 && apiError.code === 'internal_error') {
       logger.error('unhandled error', { request_id: state(res).requestId, path: req.path, error: err });
     }
+    // A 422 the database decided is a schema bound missing (or a server bug): the client gets its
+    // 422, the operators a line naming the column (never the value, which the message can quote).
+    const refusal = err instanceof ApiError ? null : databaseRefusal(err);
+    if (refusal) logger.warn('the database refused a value that validation let through', { request_id: state(res).requestId, path: req.path, database: refusal });
     if (res.headersSent) return res.end();
     sendProblem(req, res, apiError).catch((sendErr: unknown) => {
       logger.error('could not send error response', { error: sendErr });
@@ -99,18 +103,31 @@ const DATA_EXCEPTIONS: Record<string, string> = {
   '22021': 'Text in the request contains a character that cannot be stored (such as NUL)',
 };
 
-function invalidValue(err: unknown): ApiError | null {
-  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
-    const what = typeof e.code === 'string' ? DATA_EXCEPTIONS[e.code] : undefined;
-    if (what) {
-      return new ApiError({
-        status: 422, code: 'validation_failed', title: 'Validation Failed',
-        detail: `${what}; nothing was changed.`,
-        suggestion: 'Check the documented bounds and formats of the fields you sent (integers within their range, real calendar dates, no control characters) and send the request again.',
-      });
+interface DatabaseRefusal {
+  code: string;
+  table?: string;
+  column?: string;
+  routine?: string;
+}
+
+/** The PostgreSQL data exception in `err`'s causes, by what it names (code, table, column), never its message. */
+export function databaseRefusal(err: unknown): DatabaseRefusal | null {
+  for (let e = err as (Partial<DatabaseRefusal> & { cause?: unknown }) | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+    if (typeof e.code === 'string' && e.code in DATA_EXCEPTIONS) {
+      return { code: e.code, ...(e.table ? { table: e.table } : {}), ...(e.column ? { column: e.column } : {}), ...(e.routine ? { routine: e.routine } : {}) };
     }
   }
   return null;
+}
+
+function invalidValue(err: unknown): ApiError | null {
+  const refusal = databaseRefusal(err);
+  if (!refusal) return null;
+  return new ApiError({
+    status: 422, code: 'validation_failed', title: 'Validation Failed',
+    detail: `${DATA_EXCEPTIONS[refusal.code]}; nothing was changed.`,
+    suggestion: 'Check the documented bounds and formats of the fields you sent (integers within their range, real calendar dates, no control characters) and send the request again.',
+  });
 }
 
 /**

@@ -3,7 +3,8 @@ import { XMLValidator } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
 import { MAX_JSON_DEPTH, jsonDepthExceeds } from '../../api/http/body.ts';
 import { negotiate } from '../../api/http/negotiate.ts';
-import { toApiError } from '../../api/http/problems.ts';
+import { errorHandler, toApiError } from '../../api/http/problems.ts';
+import type { Logger } from '../../platform/logger.ts';
 import { toXml } from '../../api/http/xml.ts';
 import { isCalendarDate, isIsoTimestamp } from '../../platform/dates.ts';
 import type { TestPlatform } from '../support/platform.ts';
@@ -162,6 +163,21 @@ describe('integer bounds', () => {
       expect(wrapped.status).toBe(422);
     }
     expect(toApiError(Object.assign(new Error('x'), { code: '23505' })).status).toBe(500);
+  });
+
+  it('logs such a refusal for the operators by table and column, never the value', () => {
+    const lines: { msg: string; fields?: Record<string, unknown> }[] = [];
+    const logger = { warn: (msg: string, fields?: Record<string, unknown>) => lines.push({ msg, fields }), error: () => {} } as unknown as Logger;
+    const pgError = Object.assign(new Error('invalid input syntax for type integer: "4242424242424242"'), { code: '22P02', table: 'payments', column: 'amount', routine: 'pg_strtoint32_safe' });
+    const res = { headersSent: true, locals: { requestId: 'req_test' }, end: () => {} };
+    errorHandler(logger)(new Error('insert failed', { cause: pgError }), { path: '/v3/payments' } as never, res as never, () => {});
+    expect(lines).toEqual([{
+      msg: 'the database refused a value that validation let through',
+      fields: { request_id: 'req_test', path: '/v3/payments', database: { code: '22P02', table: 'payments', column: 'amount', routine: 'pg_strtoint32_safe' } },
+    }]);
+    expect(JSON.stringify(lines)).not.toContain('4242');
+    errorHandler(logger)(Object.assign(new Error('x'), { code: '23505' }), { path: '/v3/payments' } as never, res as never, () => {});
+    expect(lines).toHaveLength(1);
   });
 });
 
