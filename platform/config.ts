@@ -71,6 +71,14 @@ const schema = z.object({
    */
   TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
   /**
+   * Workers: whether workflows keep the stack of every promise they create, which is what the
+   * Temporal UI's "Stack Trace" tab (the `__stack_trace` query) shows of a workflow's waits. The SDK
+   * does it with a V8 promise hook that formats a source-mapped stack trace per promise: 15–20 % of
+   * the workflow thread's CPU under load (docs/benchmarks.md, "Where the CPU goes"). `false` saves
+   * that; the query then answers that stack traces are not enabled on the worker.
+   */
+  TEMPORAL_WORKFLOW_STACK_TRACES: bool.default(true),
+  /**
    * Workers: how each area worker polls its queues. `autoscaling` (Temporal's recommendation, server
    * 1.28+): the number of open polls follows the load the server reports, so a busy queue gets more
    * and an idle one keeps one; `fixed`: the SDK's 10 workflow-task and 10 activity-task polls each.

@@ -9,6 +9,7 @@ import type { Logger as SdkLogger } from '@temporalio/common';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker as NodeWorker } from 'node:worker_threads';
+import type { WorkflowThreadData } from './workflow-thread.ts';
 import { fileURLToPath } from 'node:url';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Client } from '@temporalio/client';
@@ -175,6 +176,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
     youngGenMb: config.TEMPORAL_WORKFLOW_THREAD_YOUNG_GEN_MB,
     activityNames: new Set(pollers.flatMap((p) => Object.keys(p.activities))),
     deadlockTimeoutMs: config.TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS,
+    stackTraces: config.TEMPORAL_WORKFLOW_STACK_TRACES,
   });
   const workers = await Promise.all(
     pollers.map(({ queue, activities }) =>
@@ -238,6 +240,8 @@ interface WorkflowThreads {
   activityNames: ReadonlySet<string>;
   /** Bound of each call into workflow code (TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS); 0: unbounded. */
   deadlockTimeoutMs: number;
+  /** Whether workflows keep their promises' stacks for the UI's stack trace (TEMPORAL_WORKFLOW_STACK_TRACES). */
+  stackTraces: boolean;
 }
 
 /**
@@ -303,7 +307,10 @@ const WORKFLOW_THREAD_SCRIPT = (() => {
  */
 async function startWorkflowThreads(pool: WorkflowThreads, workflowBundle: WorkflowBundleWithSourceMapAndFilename, options: CompiledWorkerOptions, logger: SdkLogger): Promise<WorkflowCreator> {
   const threads = Array.from({ length: pool.threads }, () =>
-    new NodeWorker(WORKFLOW_THREAD_SCRIPT, pool.youngGenMb ? { resourceLimits: { maxYoungGenerationSizeMb: pool.youngGenMb } } : {}));
+    new NodeWorker(WORKFLOW_THREAD_SCRIPT, {
+      workerData: { stackTraces: pool.stackTraces } satisfies WorkflowThreadData,
+      ...(pool.youngGenMb ? { resourceLimits: { maxYoungGenerationSizeMb: pool.youngGenMb } } : {}),
+    }));
   const clients = threads.map((thread) => new WorkerThreadClient(thread, logger, options.patchActivationCallback));
   await Promise.all(clients.map((client) => client.send({
     type: 'init',

@@ -2,7 +2,8 @@
  * The script of the process's workflow threads (worker/worker.ts `startWorkflowThreads`): the SDK's
  * own (`@temporalio/worker/lib/workflow/workflow-worker-thread`), with the deadlock bound
  * (TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS) applied once per request from the main thread — create a
- * workflow, activate it, dispose of it — instead of once per call into the sandbox.
+ * workflow, activate it, dispose of it — instead of once per call into the sandbox; and without the
+ * SDK's promise hook when TEMPORAL_WORKFLOW_STACK_TRACES is false.
  *
  * Why: the SDK passes the bound as `vm`'s `timeout` to every call into a workflow's context, about
  * six per activation (initialise, activate, unblock conditions until none is left, conclude, and at
@@ -21,11 +22,22 @@
  * (target 2). Relies on SDK internals, like the threads themselves (`@temporalio/worker` is pinned).
  */
 import vm from 'node:vm';
+import { workerData } from 'node:worker_threads';
 import type { WorkflowCreateOptions } from '@temporalio/worker/lib/workflow/interface.js';
 import { ReusableVMWorkflow, ReusableVMWorkflowCreator } from '@temporalio/worker/lib/workflow/reusable-vm.js';
 import { VMWorkflow, VMWorkflowCreator } from '@temporalio/worker/lib/workflow/vm.js';
-import { BaseVMWorkflow } from '@temporalio/worker/lib/workflow/vm-shared.js';
+import { BaseVMWorkflow, globalHandlers } from '@temporalio/worker/lib/workflow/vm-shared.js';
 import type { coresdk } from '@temporalio/proto';
+
+/** What worker/worker.ts tells the thread beyond the SDK's own `init` request. */
+export interface WorkflowThreadData {
+  /** TEMPORAL_WORKFLOW_STACK_TRACES: false leaves out the SDK's promise hook (the UI's stack traces). */
+  stackTraces: boolean;
+}
+
+// Without stack traces the SDK installs no promise hook; its workflows are then told that stack
+// traces are off (the `__stack_trace` query answers so), and nothing else changes.
+if ((workerData as WorkflowThreadData | undefined)?.stackTraces === false) (globalHandlers as unknown as { setPromiseHook(): void }).setPromiseHook = () => {};
 
 /** The bound, from the SDK's `init` request (undefined: none). */
 let boundMs: number | undefined;
