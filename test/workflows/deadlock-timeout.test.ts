@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createLogger } from '../../platform/logger.ts';
-import { buildWorkflowBundle, startWorkers } from '../../worker/worker.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildWorkflowBundle } from '../../worker/worker.ts';
 import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { withTestWorkers } from '../support/test-workers.ts';
 import { spin } from '../support/workflows/spin.ts';
 
 /**
@@ -27,17 +27,10 @@ beforeAll(async () => {
 });
 afterAll(() => platform?.close());
 
-async function runSpin(deadlockTimeoutMs: number, name: string, { afterCondition = false, then }: { afterCondition?: boolean; then?: (taskQueue: string) => Promise<void> } = {}) {
-  const taskQueuePrefix = `${platform.taskQueuePrefix}${name}-`;
-  const workers = await startWorkers({
-    address: inject('temporalAddress'), namespace: platform.config.TEMPORAL_NAMESPACE, taskQueuePrefix, orm: platform.orm,
-    logger: createLogger('error'), bundle: { code }, areas: ['platform'],
-    config: { ...platform.config, TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS: deadlockTimeoutMs },
-    shutdownTimes: { graceMs: 100, forceMs: 1000 },
-  });
-  try {
+function runSpin(deadlockTimeoutMs: number, name: string, { afterCondition = false, then }: { afterCondition?: boolean; then?: (taskQueue: string) => Promise<void> } = {}) {
+  return withTestWorkers(platform, code, name, { TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS: deadlockTimeoutMs }, async (taskQueue) => {
     const handle = await platform.temporal.client.workflow.start('spinWorkflow', {
-      taskQueue: `${taskQueuePrefix}platform`, workflowId: `spin-${name}-${Date.now()}`, args: [iterations, afterCondition],
+      taskQueue, workflowId: `spin-${name}-${Date.now()}`, args: [iterations, afterCondition],
     });
     // The first workflow task's outcome: completed (the workflow's result) or failed (its failure).
     for (;;) {
@@ -45,15 +38,13 @@ async function runSpin(deadlockTimeoutMs: number, name: string, { afterCondition
       const failed = events.find((e) => e.workflowTaskFailedEventAttributes)?.workflowTaskFailedEventAttributes;
       if (failed) {
         await handle.terminate('test done');
-        await then?.(`${taskQueuePrefix}platform`);
+        await then?.(taskQueue);
         return { failure: failed.failure?.message ?? '' };
       }
       if (events.some((e) => e.workflowExecutionCompletedEventAttributes)) return { result: (await handle.result()) as number };
       await new Promise((r) => setTimeout(r, 100));
     }
-  } finally {
-    await workers.shutdown();
-  }
+  });
 }
 
 describe('the workflow deadlock timeout (TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS)', () => {

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createLogger } from '../../platform/logger.ts';
-import { buildWorkflowBundle, startWorkers } from '../../worker/worker.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildWorkflowBundle } from '../../worker/worker.ts';
 import { startTestPlatform, type TestPlatform } from '../support/platform.ts';
+import { withTestWorkers } from '../support/test-workers.ts';
 import { releaseSignal } from '../support/workflows/waiting.ts';
 
 /**
@@ -18,17 +18,10 @@ beforeAll(async () => {
 });
 afterAll(() => platform?.close());
 
-async function stackTrace(stackTraces: boolean, name: string): Promise<{ stack?: string; error?: string }> {
-  const taskQueuePrefix = `${platform.taskQueuePrefix}${name}-`;
-  const workers = await startWorkers({
-    address: inject('temporalAddress'), namespace: platform.config.TEMPORAL_NAMESPACE, taskQueuePrefix, orm: platform.orm,
-    logger: createLogger('error'), bundle: { code }, areas: ['platform'],
-    config: { ...platform.config, TEMPORAL_WORKFLOW_STACK_TRACES: stackTraces },
-    shutdownTimes: { graceMs: 100, forceMs: 1000 },
-  });
-  try {
+function stackTrace(stackTraces: boolean, name: string): Promise<{ stack?: string; error?: string }> {
+  return withTestWorkers(platform, code, name, { TEMPORAL_WORKFLOW_STACK_TRACES: stackTraces }, async (taskQueue) => {
     const handle = await platform.temporal.client.workflow.start('waitingWorkflow', {
-      taskQueue: `${taskQueuePrefix}platform`, workflowId: `waiting-${name}-${Date.now()}`, workflowExecutionTimeout: '1 minute',
+      taskQueue, workflowId: `waiting-${name}-${Date.now()}`, workflowExecutionTimeout: '1 minute',
     });
     let outcome: { stack?: string; error?: string };
     try {
@@ -39,9 +32,7 @@ async function stackTrace(stackTraces: boolean, name: string): Promise<{ stack?:
     await handle.signal(releaseSignal);
     expect(await handle.result()).toBe('released');
     return outcome;
-  } finally {
-    await workers.shutdown();
-  }
+  });
 }
 
 describe('workflow stack traces (TEMPORAL_WORKFLOW_STACK_TRACES)', () => {
