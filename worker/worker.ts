@@ -9,7 +9,6 @@ import type { Logger as SdkLogger } from '@temporalio/common';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker as NodeWorker } from 'node:worker_threads';
-import type { WorkflowThreadData } from './workflow-thread.ts';
 import { fileURLToPath } from 'node:url';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Client } from '@temporalio/client';
@@ -21,6 +20,7 @@ import { dispatchDepsOf } from '../activities/platform/events.ts';
 import { activitiesOf, buildServices, customerMetrics, eventConsumers, workerAreas, workflowModules } from '../domain/registry.ts';
 import { activityRefusals } from './activity-refusals.ts';
 import { activityLogContext } from './log-context.ts';
+import type { WorkflowThreadData } from './workflow-thread.ts';
 import { loadConfig } from '../platform/config.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { AreaServices } from '../platform/services.ts';
@@ -308,7 +308,7 @@ const WORKFLOW_THREAD_SCRIPT = (() => {
 async function startWorkflowThreads(pool: WorkflowThreads, workflowBundle: WorkflowBundleWithSourceMapAndFilename, options: CompiledWorkerOptions, logger: SdkLogger): Promise<WorkflowCreator> {
   const threads = Array.from({ length: pool.threads }, () =>
     new NodeWorker(WORKFLOW_THREAD_SCRIPT, {
-      workerData: { stackTraces: pool.stackTraces } satisfies WorkflowThreadData,
+      workerData: { deadlockTimeoutMs: pool.deadlockTimeoutMs, stackTraces: pool.stackTraces } satisfies WorkflowThreadData,
       ...(pool.youngGenMb ? { resourceLimits: { maxYoungGenerationSizeMb: pool.youngGenMb } } : {}),
     }));
   const clients = threads.map((thread) => new WorkerThreadClient(thread, logger, options.patchActivationCallback));

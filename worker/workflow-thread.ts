@@ -15,11 +15,12 @@
  * calls are unwound by the termination, which only the outer call, whose watchdog fired, converts
  * into the `ERR_SCRIPT_EXECUTION_TIMEOUT` error — and an activation stopped that way answers what the
  * SDK's own catch answers, a failed completion (its message names the bound and the setting), so the
- * workflow task fails and the workflow is evicted and replayed as before. The bound now covers an activation's calls
- * together rather than each alone (a stricter bound on the same thing: how long one workflow task
- * may hold the thread). The creator's own construction (the bundle's preloading) keeps the SDK's
- * per-call bound. Tested in test/workflows/deadlock-timeout.test.ts; measured in docs/benchmarks.md
- * (target 2). Relies on SDK internals, like the threads themselves (`@temporalio/worker` is pinned).
+ * workflow task fails and the workflow is evicted and replayed as before. The bound now covers an
+ * activation's calls together rather than each alone (a stricter bound on the same thing: how long
+ * one workflow task may hold the thread). The creator's own construction (the bundle's preloading)
+ * keeps the SDK's per-call bound. Tested in test/workflows/deadlock-timeout.test.ts; measured in
+ * docs/benchmarks.md ("The workflow thread"). Relies on SDK internals, like the threads themselves
+ * (`@temporalio/worker` is pinned).
  */
 import vm from 'node:vm';
 import { workerData } from 'node:worker_threads';
@@ -29,18 +30,19 @@ import { VMWorkflow, VMWorkflowCreator } from '@temporalio/worker/lib/workflow/v
 import { BaseVMWorkflow, globalHandlers } from '@temporalio/worker/lib/workflow/vm-shared.js';
 import type { coresdk } from '@temporalio/proto';
 
-/** What worker/worker.ts tells the thread beyond the SDK's own `init` request. */
+/** The thread's settings, from worker/worker.ts (the SDK's `init` request carries its own). */
 export interface WorkflowThreadData {
+  /** TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS: the bound of one request; 0: none. */
+  deadlockTimeoutMs: number;
   /** TEMPORAL_WORKFLOW_STACK_TRACES: false leaves out the SDK's promise hook (the UI's stack traces). */
   stackTraces: boolean;
 }
+const settings = workerData as WorkflowThreadData;
+const boundMs = settings.deadlockTimeoutMs || undefined;
 
 // Without stack traces the SDK installs no promise hook; its workflows are then told that stack
 // traces are off (the `__stack_trace` query answers so), and nothing else changes.
-if ((workerData as WorkflowThreadData | undefined)?.stackTraces === false) (globalHandlers as unknown as { setPromiseHook(): void }).setPromiseHook = () => {};
-
-/** The bound, from the SDK's `init` request (undefined: none). */
-let boundMs: number | undefined;
+if (!settings.stackTraces) (globalHandlers as unknown as { setPromiseHook(): void }).setPromiseHook = () => {};
 
 const boundedCall = new vm.Script('__bpBoundedCall()', { filename: 'bp-workflow-deadlock-bound.js' });
 let pending: (() => unknown) | undefined;
@@ -63,8 +65,6 @@ for (const Creator of [ReusableVMWorkflowCreator, VMWorkflowCreator]) {
   const create = Creator.create.bind(Creator) as (...args: Parameters<typeof Creator.create>) => Promise<InstanceType<typeof Creator>>;
   Creator.create = (async (...args: Parameters<typeof Creator.create>) => {
     const creator = await create(...args);
-    const isolateExecutionTimeoutMs = args[1];
-    boundMs = isolateExecutionTimeoutMs || undefined;
     // The calls into the workflows' contexts carry no watchdog of their own from here on.
     (creator as unknown as { isolateExecutionTimeoutMs?: number }).isolateExecutionTimeoutMs = undefined;
     return creator;
