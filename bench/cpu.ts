@@ -50,9 +50,32 @@ export async function settled(pid: number, maxMs = 15_000): Promise<number> {
   }
 }
 
-/** CPU so far of a server process, PostgreSQL, Temporal and this process: the start of a measurement. */
+/**
+ * CPU ticks so far of the threads of process `pid` named `bp-workflow-…` (the workflow threads,
+ * worker/worker.ts), by thread id.
+ */
+export function workflowThreadTicks(pid: number): Map<number, number> {
+  const ticks = new Map<number, number>();
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch { /* gone */ }
+  for (const tid of tids) {
+    try {
+      if (!readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').startsWith('bp-workflow-')) continue;
+      const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ticks.set(Number(tid), Number(fields[11]) + Number(fields[12]));
+    } catch { /* gone meanwhile */ }
+  }
+  return ticks;
+}
+
+/** CPU so far of a server process (and of its workflow threads), PostgreSQL, Temporal and this process: the start of a measurement. */
 export function cpuMark(serverPid: number) {
-  return { serverPid, server: cpuTicksOf(serverPid), postgres: cpuTicksByComm('postgres'), temporal: cpuTicksByComm('temporal'), self: process.cpuUsage() };
+  return {
+    serverPid, server: cpuTicksOf(serverPid), workflowThreads: workflowThreadTicks(serverPid),
+    postgres: cpuTicksByComm('postgres'), temporal: cpuTicksByComm('temporal'), self: process.cpuUsage(),
+  };
 }
 
 /** Microseconds of CPU per operation of each side since `mark`, over `operations` operations. */
@@ -61,6 +84,8 @@ export function cpuPerOperation(mark: ReturnType<typeof cpuMark>, operations: nu
   const self = process.cpuUsage(mark.self);
   return {
     server: us(cpuTicksOf(mark.serverPid) - mark.server),
+    /** The part of `server` spent in its workflow threads (running workflow code, in the SDK's sandbox). */
+    server_workflow_threads: us(ticksSince(mark.workflowThreads, workflowThreadTicks(mark.serverPid))),
     postgres: us(ticksSince(mark.postgres, cpuTicksByComm('postgres'))),
     temporal: us(ticksSince(mark.temporal, cpuTicksByComm('temporal'))),
     load_generator: Math.round((self.user + self.system) / operations),

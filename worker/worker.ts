@@ -306,8 +306,10 @@ const WORKFLOW_THREAD_SCRIPT = (() => {
  * call into the sandbox (the deadlock detection's watchdog threads).
  */
 async function startWorkflowThreads(pool: WorkflowThreads, workflowBundle: WorkflowBundleWithSourceMapAndFilename, options: CompiledWorkerOptions, logger: SdkLogger): Promise<WorkflowCreator> {
-  const threads = Array.from({ length: pool.threads }, () =>
+  const threads = Array.from({ length: pool.threads }, (_, i) =>
     new NodeWorker(WORKFLOW_THREAD_SCRIPT, {
+      // The thread's name in `top -H` and /proc/<pid>/task/*/comm (bench/cpu.ts counts its CPU apart).
+      name: `bp-workflow-${i + 1}`,
       workerData: { deadlockTimeoutMs: pool.deadlockTimeoutMs, stackTraces: pool.stackTraces } satisfies WorkflowThreadData,
       ...(pool.youngGenMb ? { resourceLimits: { maxYoungGenerationSizeMb: pool.youngGenMb } } : {}),
     }));

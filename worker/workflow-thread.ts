@@ -3,7 +3,8 @@
  * own (`@temporalio/worker/lib/workflow/workflow-worker-thread`), with the deadlock bound
  * (TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS) applied once per request from the main thread — create a
  * workflow, activate it, dispose of it — instead of once per call into the sandbox; and without the
- * SDK's promise hook when TEMPORAL_WORKFLOW_STACK_TRACES is false.
+ * SDK's promise hook when TEMPORAL_WORKFLOW_STACK_TRACES is false, and with a promise hook that
+ * formats the stacks lazily when it is true (worker/workflow-stack-traces.ts).
  *
  * Why: the SDK passes the bound as `vm`'s `timeout` to every call into a workflow's context, about
  * six per activation (initialise, activate, unblock conditions until none is left, conclude, and at
@@ -29,6 +30,7 @@ import { ReusableVMWorkflow, ReusableVMWorkflowCreator } from '@temporalio/worke
 import { VMWorkflow, VMWorkflowCreator } from '@temporalio/worker/lib/workflow/vm.js';
 import { BaseVMWorkflow, globalHandlers } from '@temporalio/worker/lib/workflow/vm-shared.js';
 import type { coresdk } from '@temporalio/proto';
+import { installLazyPromiseStacks } from './workflow-stack-traces.ts';
 
 /** The thread's settings, from worker/worker.ts (the SDK's `init` request carries its own). */
 export interface WorkflowThreadData {
@@ -41,8 +43,10 @@ const settings = workerData as WorkflowThreadData;
 const boundMs = settings.deadlockTimeoutMs || undefined;
 
 // Without stack traces the SDK installs no promise hook; its workflows are then told that stack
-// traces are off (the `__stack_trace` query answers so), and nothing else changes.
-if (!settings.stackTraces) (globalHandlers as unknown as { setPromiseHook(): void }).setPromiseHook = () => {};
+// traces are off (the `__stack_trace` query answers so), and nothing else changes. With them, the
+// hook formats a promise's stack when a query reads it (worker/workflow-stack-traces.ts).
+if (settings.stackTraces) installLazyPromiseStacks();
+else (globalHandlers as unknown as { setPromiseHook(): void }).setPromiseHook = () => {};
 
 const boundedCall = new vm.Script('__bpBoundedCall()', { filename: 'bp-workflow-deadlock-bound.js' });
 let pending: (() => unknown) | undefined;
