@@ -125,70 +125,75 @@ export class DuplicatePaymentError extends Error {
   }
 }
 
-/** Writes the payment (and its planned transfers) as `processing`; a retry finds it written. */
+/**
+ * Writes the payment (and its planned transfers) as `processing`; a retry finds it written. The
+ * insert comes first, with nothing read before it: a plain charge is one statement. Only when a
+ * unique index refuses it is the row looked up — this payment, written by an earlier attempt (its
+ * view is returned), or another payment for the same request Idempotency-Key (refused).
+ */
 export async function recordPayment(em: EntityManager, input: PaymentWorkflowInput, workflowId: string): Promise<PaymentView> {
-  const existing = await em.findOne(Payment, { id: input.paymentId });
-  if (existing) return loadView(em, existing);
   const scope = { accountId: input.accountId, livemode: input.livemode };
-  if (input.requestIdempotencyKey) {
-    const other = await em.findOne(Payment, { requestIdempotencyKey: input.requestIdempotencyKey });
-    if (other) throw new DuplicatePaymentError(other.id);
-  }
-  const write = async (tx: EntityManager) => {
-    const payment = tx.create(Payment, {
-      id: input.paymentId,
-      ...scopeColumns(scope),
-      kind: input.kind,
-      status: 'processing',
-      amount: input.amount,
-      amountRefunded: 0,
-      currency: input.currency,
-      customerId: input.customerId,
-      description: input.description,
-      fraudProtection: input.fraudProtection,
-      gateway: input.gateway,
-      gatewayReference: null,
-      funding: input.funding ?? 'card',
-      routing: input.routing ?? null,
-      cardBrand: input.card?.brand ?? null,
-      cardLast4: input.card?.last4 ?? null,
-      cardExpMonth: input.card?.expMonth ?? null,
-      cardExpYear: input.card?.expYear ?? null,
-      cardToken: input.card?.token ?? null,
-      balanceAvailable: null,
-      gatewayChargeReference: null,
-      riskScore: null,
-      fees: null,
-      settlementExpectedDate: null,
-      failureCode: null,
-      declineCode: null,
-      failureMessage: null,
-      platformFee: input.split?.platformFee ?? null,
-      roundingRemainder: input.split?.roundingRemainder ?? null,
-      splitStatus: input.split ? 'pending' : null,
-      workflowId,
-      requestIdempotencyKey: input.requestIdempotencyKey,
-      requestId: input.requestId,
-      metadata: input.metadata,
-    });
-    // No ORM relation links the two tables, so the payment row goes first (the transfers reference it).
-    await tx.flush();
-    const transfers = (input.split?.transfers ?? []).map((t, position) => tx.create(PaymentTransfer, {
-      id: t.id, ...scopeColumns(scope), paymentId: input.paymentId, position, destination: t.destination, amount: t.amount,
-      currency: input.currency, status: 'pending', gatewayReference: null, failureCode: null, failureMessage: null,
-    }));
-    await tx.flush();
-    return paymentView(payment, transfers);
-  };
+  const now = new Date();
+  const payment = em.create(Payment, {
+    id: input.paymentId,
+    ...scopeColumns(scope),
+    kind: input.kind,
+    status: 'processing',
+    amount: input.amount,
+    amountRefunded: 0,
+    currency: input.currency,
+    customerId: input.customerId,
+    description: input.description,
+    fraudProtection: input.fraudProtection,
+    gateway: input.gateway,
+    gatewayReference: null,
+    funding: input.funding ?? 'card',
+    routing: input.routing ?? null,
+    cardBrand: input.card?.brand ?? null,
+    cardLast4: input.card?.last4 ?? null,
+    cardExpMonth: input.card?.expMonth ?? null,
+    cardExpYear: input.card?.expYear ?? null,
+    cardToken: input.card?.token ?? null,
+    balanceAvailable: null,
+    gatewayChargeReference: null,
+    riskScore: null,
+    fees: null,
+    settlementExpectedDate: null,
+    failureCode: null,
+    declineCode: null,
+    failureMessage: null,
+    platformFee: input.split?.platformFee ?? null,
+    roundingRemainder: input.split?.roundingRemainder ?? null,
+    splitStatus: input.split ? 'pending' : null,
+    workflowId,
+    requestIdempotencyKey: input.requestIdempotencyKey,
+    requestId: input.requestId,
+    metadata: input.metadata,
+    createdAt: now,
+    updatedAt: now,
+  }, { persist: false });
   try {
-    return await em.transactional(write);
-  } catch (err) {
-    if ((err as { code?: string }).code === '23505' && input.requestIdempotencyKey) {
-      const fresh = em.fork();
-      const other = await fresh.findOne(Payment, { requestIdempotencyKey: input.requestIdempotencyKey });
-      if (other && other.id !== input.paymentId) throw new DuplicatePaymentError(other.id);
-      if (other) return loadView(fresh, other);
+    if (!input.split) {
+      await em.insert(payment);
+      return paymentView(payment);
     }
+    return await em.transactional(async (tx) => {
+      // No ORM relation links the two tables, so the payment row goes first (the transfers reference it).
+      await tx.insert(payment);
+      const transfers = input.split!.transfers.map((t, position) => tx.create(PaymentTransfer, {
+        id: t.id, ...scopeColumns(scope), paymentId: input.paymentId, position, destination: t.destination, amount: t.amount,
+        currency: input.currency, status: 'pending', gatewayReference: null, failureCode: null, failureMessage: null,
+      }));
+      await tx.flush();
+      return paymentView(payment, transfers);
+    });
+  } catch (err) {
+    if ((err as { code?: string }).code !== '23505') throw err;
+    const fresh = em.fork();
+    const written = await fresh.findOne(Payment, { id: input.paymentId });
+    if (written) return loadView(fresh, written);
+    const other = input.requestIdempotencyKey ? await fresh.findOne(Payment, { requestIdempotencyKey: input.requestIdempotencyKey }) : null;
+    if (other) throw new DuplicatePaymentError(other.id);
     throw err;
   }
 }

@@ -6,7 +6,10 @@ import { addBusinessDays, SANDBOX_TEST_CARDS } from '../../domain/payments/gatew
 import type { TestPlatform } from '../support/platform.ts';
 import { captureOutput, cardBody, findCardData, waitForPayment } from './support.ts';
 import { activitySteps } from '../support/histories.ts';
-import { awaitPaymentOutcomeUpdate } from '../../workflows/payments/shared.ts';
+import { awaitPaymentOutcomeUpdate, type PaymentWorkflowInput } from '../../workflows/payments/shared.ts';
+import { recordPayment } from '../../domain/payments/service.ts';
+import { scopedEm } from '../../domain/scope.ts';
+import { newId } from '../../platform/ids.ts';
 import { usePlatform, type Http } from '../support/use-platform.ts';
 
 let platform: TestPlatform;
@@ -226,6 +229,50 @@ describe('POST /v3/payments/process with the sandbox gateway', () => {
     const replay = await http('/v3/payments/process', { key, headers, body });
     expect(replay.status).toBe(201);
     expect(replay.body.id).toBe(rows[0]!.id);
+  });
+});
+
+describe('recording a payment (the workflow\'s first step)', () => {
+  const input = (accountId: string, over: Partial<PaymentWorkflowInput> = {}): PaymentWorkflowInput => ({
+    paymentId: newId('payment'), accountId, livemode: false, kind: 'charge', amount: 1500, currency: 'USD', gateway: 'sandbox',
+    card: { token: 'tok_record', fingerprint: 'fp_record', brand: 'visa', last4: '4242', expMonth: 12, expYear: 2031 },
+    customerId: null, description: 'recorded', fraudProtection: false, metadata: { ref: 'r1' },
+    requestIdempotencyKey: `key-${newId('payment')}`, requestId: null, ...over,
+  });
+  const record = (i: PaymentWorkflowInput) => (recorded.push(i.paymentId), recordPayment(scopedEm(platform.orm, { accountId: i.accountId, livemode: i.livemode }), i, `payment-${i.paymentId}`));
+  const rows = (id: string) => platform.sql('select id from payments where id = $1', [id]);
+  const recorded: string[] = [];
+  // These payments have no workflow (the card-data check below reads every payment's history).
+  afterAll(async () => {
+    await platform.sql('delete from payment_transfers where payment_id = any($1)', [recorded]);
+    await platform.sql('delete from payments where id = any($1)', [recorded]);
+  });
+
+  it('writes once: a retry of the step answers the payment as first written, a second payment for the same request key is refused', async () => {
+    const accountId = await platform.newAccount();
+    const first = input(accountId);
+    const written = await record(first);
+    expect(written).toMatchObject({ id: first.paymentId, status: 'processing', amount: 1500, metadata: { ref: 'r1' }, payment_method: { card: { last4: '4242' } } });
+    expect(await record(first)).toEqual(written);
+    expect(await rows(first.paymentId)).toHaveLength(1);
+    const second = input(accountId, { requestIdempotencyKey: first.requestIdempotencyKey });
+    await expect(record(second)).rejects.toMatchObject({ name: 'DuplicatePaymentError', existingPaymentId: first.paymentId });
+    expect(await rows(second.paymentId)).toEqual([]);
+  });
+
+  it('writes a split with its transfers once, also when retried', async () => {
+    const accountId = await platform.newAccount();
+    const split = input(accountId, {
+      kind: 'marketplace_split',
+      split: {
+        requestedFee: 100, platformFee: 100, roundingRemainder: 0, compensationRefundId: newId('refund'),
+        transfers: [{ id: newId('transfer'), destination: 'acct_a', amount: 700 }, { id: newId('transfer'), destination: 'acct_b', amount: 700 }],
+      },
+    });
+    const written = await record(split);
+    expect(written.split).toMatchObject({ status: 'pending', transfers: [{ destination: 'acct_a', status: 'pending' }, { destination: 'acct_b', status: 'pending' }] });
+    expect(await record(split)).toEqual(written);
+    expect(await platform.sql('select id from payment_transfers where payment_id = $1', [split.paymentId])).toHaveLength(2);
   });
 });
 
