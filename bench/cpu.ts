@@ -51,29 +51,41 @@ export async function settled(pid: number, maxMs = 15_000): Promise<number> {
 }
 
 /**
- * CPU ticks so far of the threads of process `pid` named `bp-workflow-…` (the workflow threads,
- * worker/worker.ts), by thread id.
+ * The server's threads by what they do, from their names (`/proc/<pid>/task/<tid>/comm`): the main
+ * thread (API, activities, the worker's loop), the workflow threads (worker/worker.ts names them
+ * `bp-workflow-N`), V8's helper threads (garbage collection, compilation), the Temporal core's
+ * threads (Rust: its tokio runtime, gRPC to the server, workflow processing) and the rest (libuv's
+ * pool …).
  */
-export function workflowThreadTicks(pid: number): Map<number, number> {
-  const ticks = new Map<number, number>();
+const THREAD_GROUPS: [group: string, comm: RegExp][] = [
+  ['main', /^MainThread$/],
+  ['workflow', /^bp-workflow-/],
+  ['v8_helpers', /^V8Worker|^DelayedTaskSche/],
+  ['temporal_core', /^tokio-runtime|^workflow-proces|^temporal-/],
+];
+
+/** CPU ticks so far of process `pid`'s threads, summed by `THREAD_GROUPS` (`other` for the rest). */
+export function threadGroupTicks(pid: number): Map<string, number> {
+  const ticks = new Map<string, number>();
   let tids: string[] = [];
   try {
     tids = readdirSync(`/proc/${pid}/task`);
   } catch { /* gone */ }
   for (const tid of tids) {
     try {
-      if (!readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').startsWith('bp-workflow-')) continue;
+      const comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
       const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      ticks.set(Number(tid), Number(fields[11]) + Number(fields[12]));
+      const group = THREAD_GROUPS.find(([, pattern]) => pattern.test(comm))?.[0] ?? 'other';
+      ticks.set(group, (ticks.get(group) ?? 0) + Number(fields[11]) + Number(fields[12]));
     } catch { /* gone meanwhile */ }
   }
   return ticks;
 }
 
-/** CPU so far of a server process (and of its workflow threads), PostgreSQL, Temporal and this process: the start of a measurement. */
+/** CPU so far of a server process (and of its groups of threads), PostgreSQL, Temporal and this process: the start of a measurement. */
 export function cpuMark(serverPid: number) {
   return {
-    serverPid, server: cpuTicksOf(serverPid), workflowThreads: workflowThreadTicks(serverPid),
+    serverPid, server: cpuTicksOf(serverPid), serverThreads: threadGroupTicks(serverPid),
     postgres: cpuTicksByComm('postgres'), temporal: cpuTicksByComm('temporal'), self: process.cpuUsage(),
   };
 }
@@ -84,12 +96,21 @@ export function cpuPerOperation(mark: ReturnType<typeof cpuMark>, operations: nu
   const self = process.cpuUsage(mark.self);
   return {
     server: us(cpuTicksOf(mark.serverPid) - mark.server),
-    /** The part of `server` spent in its workflow threads (running workflow code, in the SDK's sandbox). */
-    server_workflow_threads: us(ticksSince(mark.workflowThreads, workflowThreadTicks(mark.serverPid))),
+    /**
+     * `server` by its threads (`THREAD_GROUPS`); a thread that ended meanwhile is not counted, so the
+     * parts may add up to a little less.
+     */
+    server_threads: Object.fromEntries([...threadGroupTicks(mark.serverPid)].map(([group, now]) => [group, us(now - (mark.serverThreads.get(group) ?? 0))])),
     postgres: us(ticksSince(mark.postgres, cpuTicksByComm('postgres'))),
     temporal: us(ticksSince(mark.temporal, cpuTicksByComm('temporal'))),
     load_generator: Math.round((self.user + self.system) / operations),
   };
+}
+
+/** `cpuPerOperation`'s microseconds as milliseconds with one decimal (nested groups too), for the probes' lines. */
+export function inMilliseconds(us: Record<string, number | Record<string, number>>): Record<string, number | Record<string, number>> {
+  const ms = (v: number) => Math.round(v / 100) / 10;
+  return Object.fromEntries(Object.entries(us).map(([side, v]) => [side, typeof v === 'number' ? ms(v) : Object.fromEntries(Object.entries(v).map(([k, x]) => [k, ms(x)]))]));
 }
 
 type Sql = <T extends Record<string, unknown>>(text: string, values?: unknown[]) => Promise<T[]>;

@@ -11,7 +11,7 @@
  * them first.
  */
 import { workflowLag, openBenchShop } from './commerce.ts';
-import { cpuMark, cpuPerOperation, settled, statementsFromNow } from './cpu.ts';
+import { cpuMark, cpuPerOperation, inMilliseconds, settled, statementsFromNow } from './cpu.ts';
 import { autocannonRun, startBenchPlatform, startInfra } from './harness.ts';
 
 const CLIENTS = 20;
@@ -39,7 +39,7 @@ try {
     const mark = cpuMark(platform.pid);
     const { count, run, lag } = await orders();
     const us = cpuPerOperation(mark, count);
-    const ms = Object.fromEntries(Object.entries(us).map(([side, v]) => [side, Math.round(v / 100) / 10]));
+    const ms = inMilliseconds(us);
     console.log(JSON.stringify({
       run: name, orders_per_sec: Math.round(count / SECONDS), p50_ms: run.p50, p99_ms: run.p99, non2xx: run.non2xx + run.errors,
       workflow_lag_p50_ms: lag.p50, unstarted: lag.unconfirmed, cpu_ms_per_order: ms,

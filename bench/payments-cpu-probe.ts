@@ -9,7 +9,7 @@
  * through (e.g. `TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS=0`).
  */
 import { Client, Connection } from '@temporalio/client';
-import { cpuMark, cpuPerOperation, statementsFromNow } from './cpu.ts';
+import { cpuMark, cpuPerOperation, inMilliseconds, statementsFromNow } from './cpu.ts';
 import { autocannonRun, emptyWorkflows, startBenchPlatform, startInfra } from './harness.ts';
 
 const CLIENTS = 10;
@@ -31,7 +31,7 @@ try {
     const mark = cpuMark(platform.pid);
     const count = await run();
     const us = cpuPerOperation(mark, count);
-    const ms = Object.fromEntries(Object.entries(us).map(([side, v]) => [side, Math.round(v / 100) / 10]));
+    const ms = inMilliseconds(us);
     console.log(JSON.stringify({ run: name, per_sec: Math.round(count / SECONDS), cpu_ms_each: ms }));
     return count;
   };
