@@ -76,7 +76,13 @@ function isCutoff({ function_name, file_path }: FileLocation): boolean {
       || (/Script\.runInContext/.test(function_name) && /^node:vm|vm\.js$/.test(file_path))));
 }
 
-/** A promise's creation stack: V8's call sites, formatted as the SDK's `prepareStackTrace` does on first read. */
+/**
+ * A promise's creation stack: V8's call sites, formatted as the SDK's `prepareStackTrace` does on
+ * first read. Until then the call sites keep their frames' functions and receivers reachable (the
+ * SDK's hook kept strings instead): the workflow's own code and objects, which its pending promise
+ * keeps anyway, and which go with the promise when it settles or with the workflow when it leaves
+ * the cache.
+ */
 class LazyStack implements Stack {
   #callsites: NodeJS.CallSite[] | undefined;
   #formatted = '';

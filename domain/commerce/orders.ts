@@ -15,6 +15,7 @@ import type { OrderView } from './schemas.ts';
 export type { OrderView } from './schemas.ts';
 import { consumeStock, releaseStock, reserveAt, reserveStock, setStockContext, wholeWarehouses } from './inventory.ts';
 import { loadRates, priceIn } from './pricing.ts';
+import { isUniqueViolation } from './sql.ts';
 import { Customer } from '../customers/public.ts';
 import { findSucceededPayment } from '../payments/public.ts';
 
@@ -488,12 +489,6 @@ async function checkOrderPayment(em: EntityManager, paymentId: string, total: nu
 function paymentAlreadyUsed(paymentId: string, orderId: string | null): ApiError {
   return conflict('order_payment_used', `Payment '${paymentId}' already pays ${orderId ? `order ${orderId}` : 'another order'}.`,
     'One payment pays one order: create a new payment for this order.', orderId ? { order_id: orderId } : {});
-}
-
-/** The unique index orders (account_id, livemode, payment_id) refused a second order for one payment. */
-function isUniqueViolation(err: unknown, constraint: string): boolean {
-  const e = err as { code?: string; constraint?: string; message?: string };
-  return e?.code === '23505' && `${e.constraint ?? ''} ${e.message ?? ''}`.includes(constraint);
 }
 
 /** Records that an order was paid (out of band or by a payment); `order.updated` carries the change. */
