@@ -154,9 +154,8 @@ export class SandboxGateway implements PaymentGateway {
 
   async charge(req: ChargeRequest): Promise<ChargeResult> {
     this.assertUp();
-    const existing = await this.findCharge(req.idempotencyKey);
-    if (existing) return this.replay(existing);
-
+    // Nothing is read for the key first: a retry's insert below finds the charge recorded and
+    // answers it (`on conflict … do nothing`, then `replay`), as a first attempt's read would have.
     const [token] = await this.query<{ scenario: SandboxScenario; fingerprint: string }>(
       'select scenario, fingerprint from sandbox_gateway_tokens where token = $1', [req.card.token]);
     if (!token) throw new GatewayRejectedError('token_invalid', 'The sandbox gateway has no such card token.');
