@@ -1,12 +1,16 @@
 /**
- * `scripts/node24.sh node bench/ab-probe.ts <other-checkout> [rounds]`: this checkout's API against
- * another checkout's (a `git worktree` of main, say), both up at once, each on its own database
- * migrated by its own code, loaded in alternating 5 s rounds of GET /v3/customers/{id} (or the
- * resource `AB_RESOURCE` names) at 50
- * connections (each after 2 s unmeasured), so a change is judged against its base in the same minutes of the machine. Per round:
- * requests per second and the CPU microseconds per request of the server and of PostgreSQL (all of
- * its processes); then the medians. Small levers (a few µs per request) need this: separate runs
- * drift by ±15 % on a shared VM. Also printed: the median of the rounds' own requests-per-second ratio.
+ * `scripts/node24.sh node bench/ab-probe.ts <other-checkout> [rounds]`: this checkout's platform
+ * against another checkout's (a `git worktree` of main, say), both up at once, each on its own
+ * database migrated by its own code, loaded in alternating 5 s rounds (each after 2 s unmeasured), so
+ * a change is judged against its base in the same minutes of the machine. The load: GET
+ * /v3/customers/{id} at 50 connections, or GET of the resource `AB_RESOURCE` names, or with
+ * `AB_POST='{"path":"/v3/payments/process","body":{…}}'` that POST, each request a new one (a
+ * payment, with its workflow); `AB_CONNECTIONS` sets the connections. Per round: requests per second
+ * and the CPU microseconds per request of the server (and of its main and workflow threads) and of
+ * PostgreSQL (all of its processes); then the medians. Small levers (a few µs per request, or a
+ * statement per payment) need this: separate runs drift by ±15–30 % on a shared VM. Also printed:
+ * the median of the rounds' own requests-per-second ratio. Both servers run the workflow bundle the
+ * bench builds from this checkout's workflows (a change of workflow code is not A/B-tested here).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -28,6 +32,9 @@ const rounds = Number(process.argv[3] ?? 6);
 /** What is created once and then read by id: a customer, or (AB_RESOURCE='{"path":"/v3/plans","body":{…}}') another resource. */
 const resource = JSON.parse(process.env.AB_RESOURCE ?? 'null') as { path: string; body: unknown } | null
   ?? { path: '/v3/customers', body: { email: 'bench@example.com', first_name: 'Bench', last_name: 'Mark' } };
+/** A request that creates something new each time (`AB_POST`), instead of the read of `resource`. */
+const post = JSON.parse(process.env.AB_POST ?? 'null') as { path: string; body: unknown } | null;
+const connections = Number(process.env.AB_CONNECTIONS ?? 50);
 const infra = await startInfra();
 const admin = new pg.Client({ connectionString: infra.adminDbUrl });
 await admin.connect();
@@ -47,10 +54,12 @@ async function side(checkout: string) {
     WORKFLOW_BUNDLE_PATH: infra.workflowBundlePath,
   });
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-  const created = (await (await fetch(`${info.url}${resource.path}`, { method: 'POST', headers, body: JSON.stringify(resource.body) })).json()) as { id: string };
+  const load = post
+    ? { url: `${info.url}${post.path}`, method: 'POST' as const, body: JSON.stringify(post.body) }
+    : { url: `${info.url}${resource.path}/${((await (await fetch(`${info.url}${resource.path}`, { method: 'POST', headers, body: JSON.stringify(resource.body) })).json()) as { id: string }).id}` };
   return {
-    name: checkout, pid: child.pid!, opts: { url: `${info.url}${resource.path}/${created.id}`, headers, connections: 50 },
-    rounds: [] as { rps: number; server: number; postgres: number }[],
+    name: checkout, pid: child.pid!, opts: { ...load, headers, connections },
+    rounds: [] as { rps: number; server: number; main: number; workflow: number; postgres: number }[],
     async close() {
       await stopServer(child);
       await admin.query(`drop database if exists ${database} with (force)`);
@@ -70,8 +79,8 @@ try {
       await autocannonRun({ ...s.opts, duration: 2 });
       const mark = cpuMark(s.pid);
       const result = await autocannonRun({ ...s.opts, duration: 5 });
-      const { server, postgres } = cpuPerOperation(mark, result.total);
-      s.rounds.push({ rps: result.requestsPerSec, server, postgres });
+      const { server, server_threads: threads, postgres } = cpuPerOperation(mark, result.total);
+      s.rounds.push({ rps: result.requestsPerSec, server, main: threads.main ?? 0, workflow: threads.workflow ?? 0, postgres });
     }
   }
   const [a, b] = sides as [typeof sides[0], typeof sides[0]];
@@ -81,8 +90,10 @@ try {
       checkout: s.name,
       rps: median(s.rounds.map((r) => r.rps)),
       server_us_per_request: median(s.rounds.map((r) => r.server)),
+      main_thread_us_per_request: median(s.rounds.map((r) => r.main)),
+      workflow_threads_us_per_request: median(s.rounds.map((r) => r.workflow)),
       postgres_us_per_request: median(s.rounds.map((r) => r.postgres)),
-      rounds: s.rounds.map((r) => `${r.rps}/s ${r.server}+${r.postgres}us`).join(' '),
+      rounds: s.rounds.map((r) => `${r.rps}/s ${r.server}(main ${r.main})+${r.postgres}us`).join(' '),
     }));
   }
 } finally {
