@@ -6,7 +6,7 @@ import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import { Product, Store, type Variant } from './entities.ts';
 import { loadRates, priceIn, type PriceView, type RateTable } from './pricing.ts';
 import type { ProductView } from './schemas.ts';
-import { isUniqueViolation } from './sql.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 
 /** A fulfilment deadline of 48 hours unless the store says otherwise. */
 export const DEFAULT_FULFILLMENT_DEADLINE_SECONDS = 48 * 3600;

@@ -15,7 +15,7 @@ import type { OrderView } from './schemas.ts';
 export type { OrderView } from './schemas.ts';
 import { consumeStock, releaseStock, reserveAt, reserveStock, setStockContext, wholeWarehouses } from './inventory.ts';
 import { loadRates, priceIn } from './pricing.ts';
-import { isUniqueViolation } from './sql.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { Customer } from '../customers/public.ts';
 import { findSucceededPayment } from '../payments/public.ts';
 

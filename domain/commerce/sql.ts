@@ -7,10 +7,3 @@
 export function isoUtc(column: string): string {
   return `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 }
-
-/** PostgreSQL's unique_violation, as MikroORM reports it. */
-export function isUniqueViolation(err: unknown, constraint?: string): boolean {
-  const e = err as { code?: string; constraint?: string; name?: string; message?: string };
-  if (e?.code !== '23505' && e?.name !== 'UniqueConstraintViolationException') return false;
-  return constraint === undefined || e.constraint === constraint || (e.message ?? '').includes(constraint);
-}

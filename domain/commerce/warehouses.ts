@@ -4,7 +4,7 @@ import { newId } from '../../platform/ids.ts';
 import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import type { PageArgs } from './catalog.ts';
 import { Warehouse, type Address } from './entities.ts';
-import { isUniqueViolation } from './sql.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 
 export interface WarehouseView {
   id: string;

@@ -8,6 +8,7 @@ import { countryOf } from './phone.ts';
 import type { Telephony } from './telephony/index.ts';
 import type { TelephonyAdapter } from './telephony/types.ts';
 import type { PhoneNumberView } from './schemas.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 
 /** Monthly rent in USD minor units, by number type. */
 export const MONTHLY_COST: Record<NumberType, number> = { local: 115, toll_free: 215, international: 400 };
@@ -123,7 +124,7 @@ export async function provisionNumber(em: EntityManager, carrier: TelephonyAdapt
       return numberView(row, true);
     } catch (err) {
       em.clear();
-      if ((err as { code?: string }).code !== '23505') throw err;
+      if (!isUniqueViolation(err)) throw err;
       if (input.requestIdempotencyKey) {
         const existing = await findNumberByRequestKey(em.fork(), input.requestIdempotencyKey);
         if (existing) return existing;

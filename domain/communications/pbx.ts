@@ -4,6 +4,7 @@ import { newId } from '../../platform/ids.ts';
 import { scopeColumns, type Scope } from '../scope.ts';
 import { Pbx, PbxExtension, type ExtensionStatus } from './entities.ts';
 import type { PbxExtensionView, PbxView } from './schemas.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 
 export function extensionView(e: PbxExtension): PbxExtensionView {
   return {
@@ -68,7 +69,7 @@ export async function createExtension(em: EntityManager, scope: Scope, pbxId: st
   try {
     await em.flush();
   } catch (err) {
-    if ((err as { code?: string }).code === '23505') throw duplicate(pbxId, input.extension);
+    if (isUniqueViolation(err)) throw duplicate(pbxId, input.extension);
     throw err;
   }
   return extensionView(e);
@@ -111,7 +112,7 @@ export async function updateExtension(
   try {
     await em.flush();
   } catch (err) {
-    if ((err as { code?: string }).code === '23505') throw duplicate(pbxId, e.extension);
+    if (isUniqueViolation(err)) throw duplicate(pbxId, e.extension);
     throw err;
   }
   return extensionView(e);

@@ -14,6 +14,7 @@ import {
 import type {
   ErpSettingsView, ExchangeRateView, FinancialTransactionView, LedgerAccountView, TrialBalanceView,
 } from './schemas.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 
 /**
  * The general ledger: double entry, in the account's base currency. Every financial transaction is
@@ -556,7 +557,7 @@ export async function reverseTransaction(
       );
     });
   } catch (err) {
-    if ((err as { code?: string }).code === '23505') {
+    if (isUniqueViolation(err)) {
       const fresh = await em.findOne(FinancialTransaction, { id }, { refresh: true });
       throw refuse('reversed', `Transaction ${id} was already reversed by ${fresh?.reversedById ?? 'another transaction'}.`);
     }

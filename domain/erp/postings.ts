@@ -7,6 +7,7 @@ import { searchAttributes } from '../../platform/temporal-kit.ts';
 import { ledgerPostingWorkflowId, type LedgerPostingInput } from '../../workflows/erp/shared.ts';
 import { FinancialTransaction } from './entities.ts';
 import { CHART, ensureLedger, ledgerRefusal, ledgerStarted, rateOn, writeEntry, type EntryHeader, type PostingLine } from './ledger.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 
 /**
  * Other areas' events, posted to the ledger (docs/erp.md, "Postings from other areas"):
@@ -122,7 +123,7 @@ export async function postEventToLedger(em: EntityManager, input: LedgerPostingI
     await writeEntry(tx, scope, header, lines, null);
     return id;
   }).catch(async (err: unknown) => {
-    if ((err as { code?: string }).code === '23505') {
+    if (isUniqueViolation(err)) {
       return (await em.findOne(FinancialTransaction, { sourceEventId: input.eventId }, { refresh: true }))?.id ?? null;
     }
     throw err;

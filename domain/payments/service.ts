@@ -9,6 +9,7 @@ import type {
 import { Payment, PaymentGatewaySetting, PaymentRefund, PaymentTransfer, type PaymentStatus } from './entities.ts';
 import type { ChargeResult, GatewayName, TransferResult } from './gateways/types.ts';
 import type { PaymentGateways } from './gateways/index.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 
 /**
  * Payment records: written only by the payment workflows' activities (so the row and the workflow
@@ -188,7 +189,7 @@ export async function recordPayment(em: EntityManager, input: PaymentWorkflowInp
       return paymentView(payment, transfers);
     });
   } catch (err) {
-    if ((err as { code?: string }).code !== '23505') throw err;
+    if (!isUniqueViolation(err)) throw err;
     const fresh = em.fork();
     const written = await fresh.findOne(Payment, { id: input.paymentId });
     if (written) return loadView(fresh, written);

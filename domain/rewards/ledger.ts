@@ -11,6 +11,7 @@ import {
   addDays, addMonths, creditedPoints, toDate, proportionalPoints, sortedTiers, tierFor, tierIndex, tierNamed,
 } from './points.ts';
 import type { GrantView, LedgerEntryView, RedemptionView, TierChangeView } from './schemas.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 
 /**
  * The points ledger, in SQL. Every change of a customer's buckets (available, pending, shortfall)
@@ -304,7 +305,7 @@ export async function recordAward(pool: Pool, input: AwardInput): Promise<AwardR
     });
   } catch (err) {
     // Two awards for the same order and reason (or request key) at once: the loser answers the winner's grant.
-    if ((err as { code?: string }).code === '23505') {
+    if (isUniqueViolation(err)) {
       const db = await pool.connect();
       try {
         const prior = await existing(db);
@@ -744,7 +745,7 @@ export async function redeem(pool: Pool, scope: Scope, input: RedeemInput): Prom
       return view;
     });
   } catch (err) {
-    if ((err as { code?: string }).code === '23505') {
+    if (isUniqueViolation(err)) {
       const found = await prior(pool);
       if (found) return found;
     }

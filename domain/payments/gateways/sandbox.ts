@@ -8,6 +8,7 @@ import {
   type BalanceRequest, type ChargeRequest, type ChargeResult, type PaymentGateway, type RefundRequest, type ReversalRequest, type TransferRequest,
   type TransferResult,
 } from './types.ts';
+import { isUniqueViolation } from '../../../db/errors.ts';
 
 /**
  * The sandbox gateway: used by every test-mode key and in development. It behaves like a real
@@ -266,7 +267,7 @@ export class SandboxGateway implements PaymentGateway {
       return { reference: id };
     } catch (err) {
       await client.query('rollback').catch(() => undefined);
-      if ((err as { code?: string }).code === '23505') return this.refund(req); // same key, concurrently: replay
+      if (isUniqueViolation(err)) return this.refund(req); // same key, concurrently: replay
       throw err;
     } finally {
       client.release();
