@@ -20,15 +20,8 @@
 import v8 from 'node:v8';
 import { cutoffStackTrace } from '@temporalio/common/lib/converter/failure-converter.js';
 import { globalHandlers } from '@temporalio/worker/lib/workflow/vm-shared.js';
-
-/** One frame of a structured stack (the enhanced query's `locations`), as the SDK builds it. */
-interface FileLocation {
-  file_path?: string;
-  function_name?: string;
-  line?: number;
-  column?: number;
-  internal_code: boolean;
-}
+/** One frame of a structured stack (the enhanced query's `locations`). */
+import type { StackTraceFileLocation as FileLocation } from '@temporalio/workflow';
 
 interface Stack {
   readonly formatted: string;
@@ -158,10 +151,11 @@ export function installLazyPromiseStacks(): void {
       return realm;
     };
 
-    // The call sites of an error made while `raw` is set come back as they are, unformatted.
-    const sdkPrepare = Error.prepareStackTrace;
+    // The call sites of an error made while `raw` is set come back as they are, unformatted; every
+    // other stack is the SDK's (`install` set its `prepareStackTrace` just before).
+    const sdkPrepare = Error.prepareStackTrace!;
     let raw = false;
-    Error.prepareStackTrace = (err, callsites) => (raw ? callsites : sdkPrepare ? sdkPrepare(err, callsites) : `${String(err)}\n${callsites.map((c) => `    at ${String(c)}`).join('\n')}`);
+    Error.prepareStackTrace = (err, callsites) => (raw ? callsites : sdkPrepare(err, callsites));
 
     // Tracks `Promise.all` and its kin, to link the promises they make inside to the aggregate.
     let currentAggregation: Promise<unknown> | undefined;
