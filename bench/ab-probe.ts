@@ -54,9 +54,13 @@ async function side(checkout: string) {
     WORKFLOW_BUNDLE_PATH: infra.workflowBundlePath,
   });
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const created = async () => {
+    const res = await fetch(`${info.url}${resource.path}`, { method: 'POST', headers, body: JSON.stringify(resource.body) });
+    return ((await res.json()) as { id: string }).id;
+  };
   const load = post
     ? { url: `${info.url}${post.path}`, method: 'POST' as const, body: JSON.stringify(post.body) }
-    : { url: `${info.url}${resource.path}/${((await (await fetch(`${info.url}${resource.path}`, { method: 'POST', headers, body: JSON.stringify(resource.body) })).json()) as { id: string }).id}` };
+    : { url: `${info.url}${resource.path}/${await created()}` };
   return {
     name: checkout, pid: child.pid!, opts: { ...load, headers, connections },
     rounds: [] as { rps: number; server: number; main: number; workflow: number; postgres: number }[],
