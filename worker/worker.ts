@@ -42,9 +42,16 @@ function modulePath(module: URL): string {
 
 /**
  * Bundles every area's workflows (each descriptor's `workflows` module, plus `extraModules`, e.g. the
- * benchmark's empty workflow) into one workflow bundle. The entry re-exports each module's workflows
- * by name, so two areas exporting the same workflow name fail here rather than shadow each other.
- * Tests and `npm run build` call this once; workers reuse the result.
+ * benchmark's empty workflow) into one workflow bundle. Two areas exporting the same workflow name
+ * fail here rather than shadow each other. Tests and `npm run build` call this once; workers reuse
+ * the result.
+ *
+ * The entry exports each workflow as a getter that requires its area's module on first read. Every
+ * workflow run gets its own instance of the modules it imports (the SDK's reusable V8 context keeps
+ * runs apart that way), and the SDK reads the entry at each run's start: an entry that imported
+ * every area made each run instantiate all areas' workflow modules, a cost that grew with every
+ * area added. Now a run instantiates its own area's modules only (docs/benchmarks.md, "The workflow
+ * bundle's entry").
  */
 export async function buildWorkflowBundle(extraModules: readonly URL[] = []): Promise<{ code: string; workflowTypes: string[] }> {
   const owner = new Map<string, string>();
@@ -56,8 +63,9 @@ export async function buildWorkflowBundle(extraModules: readonly URL[] = []): Pr
       const other = owner.get(name);
       if (other) throw new Error(`workflow ${name} is exported by both the ${other} and the ${area} areas' workflows modules`);
       owner.set(name, area);
+      // CommonJS (the entry is a .cjs file), so that webpack keeps the require inside the getter.
+      lines.push(`Object.defineProperty(exports, ${JSON.stringify(name)}, { enumerable: true, get: () => require(${JSON.stringify(path)})[${JSON.stringify(name)}] });`);
     }
-    lines.push(`export { ${names.join(', ')} } from ${JSON.stringify(path)};`);
   }
   // The entry lives under node_modules/.cache so that webpack resolves packages from the project.
   // Its real path: webpack resolves symlinks (a symlinked node_modules) and must find the entry there.
@@ -65,7 +73,7 @@ export async function buildWorkflowBundle(extraModules: readonly URL[] = []): Pr
   mkdirSync(cache, { recursive: true });
   const dir = mkdtempSync(join(realpathSync(cache), 'bp-workflows-')); // webpack resolves the real path
   try {
-    const workflowsPath = join(dir, 'workflows.js');
+    const workflowsPath = join(dir, 'workflows.cjs');
     writeFileSync(workflowsPath, `${lines.join('\n')}\n`);
     const { code } = await bundleWorkflowCode({ workflowsPath, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES, logger: new DefaultLogger('WARN') });
     return { code, workflowTypes: [...owner.keys()] };

@@ -1,3 +1,4 @@
+import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { API_VERSION } from '../../api/app.ts';
 import { buildOpenApi } from '../../api/openapi.ts';
@@ -60,5 +61,21 @@ describe('the area list', () => {
       expect(workerAreas).toContain(area);
     }
     for (const area of workerAreas) expect(area.workflows ?? area.activities).toBeDefined();
+  });
+
+  it("makes a workflow run instantiate its own area's workflow modules, not every area's", async () => {
+    // What the SDK does at each run's start (its reusable V8 context gives every run its own module
+    // cache): evaluate the bundle, import the workflows, look the run's type up.
+    const { code } = await buildWorkflowBundle();
+    const moduleCache: Record<string, unknown> = {};
+    const context = vm.createContext({ __webpack_module_cache__: moduleCache });
+    vm.runInContext(code, context);
+    const workflows = (context as { __TEMPORAL__: { importWorkflows(): Record<string, unknown> } }).__TEMPORAL__.importWorkflows();
+    const instantiated = () => Object.keys(moduleCache).filter((id) => id.startsWith('./workflows/'));
+    expect(instantiated()).toEqual([]);
+
+    expect(typeof workflows.paymentWorkflow).toBe('function');
+    const areasInstantiated = new Set(instantiated().map((id) => id.split('/')[2]));
+    expect([...areasInstantiated].sort()).toEqual(['kit', 'payments']);
   });
 });
