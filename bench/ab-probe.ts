@@ -10,7 +10,8 @@
  * PostgreSQL (all of its processes); then the medians. Small levers (a few µs per request, or a
  * statement per payment) need this: separate runs drift by ±15–30 % on a shared VM. Also printed:
  * the median of the rounds' own requests-per-second ratio. Both servers run the workflow bundle the
- * bench builds from this checkout's workflows (a change of workflow code is not A/B-tested here).
+ * bench builds from this checkout's workflows, or with `AB_OWN_BUNDLES=1` each its own checkout's
+ * (built by each server at its start).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -35,6 +36,8 @@ const resource = JSON.parse(process.env.AB_RESOURCE ?? 'null') as { path: string
 /** A request that creates something new each time (`AB_POST`), instead of the read of `resource`. */
 const post = JSON.parse(process.env.AB_POST ?? 'null') as { path: string; body: unknown } | null;
 const connections = Number(process.env.AB_CONNECTIONS ?? 50);
+/** `AB_OWN_BUNDLES=1`: each side runs the workflow bundle of its own checkout (to A/B a change of workflow code or of the bundle). */
+const ownBundles = Boolean(process.env.AB_OWN_BUNDLES);
 const infra = await startInfra();
 const admin = new pg.Client({ connectionString: infra.adminDbUrl });
 await admin.connect();
@@ -51,7 +54,8 @@ async function side(checkout: string) {
   await orm.close(true);
   const { child, info } = await spawnServer(resolve(checkout, 'bench/serve.ts'), {
     ...BENCH_ENV, DATABASE_URL: dbUrl, TEMPORAL_ADDRESS: infra.temporalAddress, TASK_QUEUE_PREFIX: `${database}-`,
-    WORKFLOW_BUNDLE_PATH: infra.workflowBundlePath,
+    // Without it, each server bundles its own checkout's workflows at start (bench/serve.ts).
+    ...(ownBundles ? {} : { WORKFLOW_BUNDLE_PATH: infra.workflowBundlePath }),
   });
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   const created = async () => {
