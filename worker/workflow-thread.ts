@@ -22,6 +22,13 @@
  * keeps the SDK's per-call bound. Tested in test/workflows/deadlock-timeout.test.ts; measured in
  * docs/benchmarks.md ("The workflow thread"). Relies on SDK internals, like the threads themselves
  * (`@temporalio/worker` is pinned).
+ *
+ * The workflows' V8 context has an ordinary global object (`vm.constants.DONT_CONTEXTIFY`) instead
+ * of Node's contextified one, whose every global property access goes through C++ interceptors. The
+ * SDK's reusable context swaps each workflow's globals in and out whenever the thread turns from one
+ * workflow to another — it reads every global's descriptor and compares and redefines them — which
+ * under concurrent workflows is nearly every request: 150–200 µs a switch with interceptors, about
+ * 80 µs without (docs/benchmarks.md, "The workflow context's global object").
  */
 import vm from 'node:vm';
 import { workerData } from 'node:worker_threads';
@@ -47,6 +54,18 @@ const boundMs = settings.deadlockTimeoutMs || undefined;
 // hook formats a promise's stack when a query reads it (worker/workflow-stack-traces.ts).
 if (settings.stackTraces) installLazyPromiseStacks();
 else (globalHandlers as unknown as { setPromiseHook(): void }).setPromiseHook = () => {};
+
+// The SDK makes its workflows' contexts with `vm.createContext({}, { microtaskMode: 'afterEvaluate' })`
+// (reusable-vm.js, vm.js) and uses the object it gets back from outside exactly as it uses it from
+// inside, as the global object, which is what DONT_CONTEXTIFY makes it (Node ≥ 22.8).
+const createContext = vm.createContext;
+vm.createContext = ((contextObject?: vm.Context, options?: vm.CreateContextOptions) => createContext(
+  isEmptyObject(contextObject) ? vm.constants.DONT_CONTEXTIFY : contextObject, options,
+)) as typeof vm.createContext;
+
+function isEmptyObject(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype && Reflect.ownKeys(value).length === 0;
+}
 
 const boundedCall = new vm.Script('__bpBoundedCall()', { filename: 'bp-workflow-deadlock-bound.js' });
 let pending: (() => unknown) | undefined;
