@@ -3,7 +3,8 @@ import {
 } from '@temporalio/interceptors-opentelemetry';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type ActivityInterceptorsFactory, type CompiledWorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
 import type { WorkflowCreator } from '@temporalio/worker/lib/workflow/interface.js';
-import { ThreadedVMWorkflowCreator, WorkerThreadClient } from '@temporalio/worker/lib/workflow/threaded-vm.js';
+import { ThreadedVMWorkflowCreator, VMWorkflowThreadProxy, WorkerThreadClient } from '@temporalio/worker/lib/workflow/threaded-vm.js';
+import { createUnsafeRandomSource } from '@temporalio/workflow/lib/random-helpers.js';
 import type { WorkflowBundleWithSourceMapAndFilename } from '@temporalio/worker/lib/workflow/workflow-worker-thread/input.js';
 import type { Logger as SdkLogger } from '@temporalio/common';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,6 +22,7 @@ import { activitiesOf, buildServices, customerMetrics, eventConsumers, workerAre
 import { activityRefusals } from './activity-refusals.ts';
 import { activityLogContext } from './log-context.ts';
 import type { WorkflowThreadData } from './workflow-thread.ts';
+import { receiveSinkCallsWithCompletions } from './workflow-thread-sinks.ts';
 import { loadConfig } from '../platform/config.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { AreaServices } from '../platform/services.ts';
@@ -311,9 +313,11 @@ const WORKFLOW_THREAD_SCRIPT = (() => {
  * 192 MB here, 150 MB of resident memory more under load with no CPU measured for it; the objects an
  * activation makes die with it), the threads' heaps are reported (`bp_workflow_thread_heap_bytes`),
  * and the threads run worker/workflow-thread.ts, which bounds each request once instead of each
- * call into the sandbox (the deadlock detection's watchdog threads).
+ * call into the sandbox (the deadlock detection's watchdog threads) and answers each activation
+ * with its sink calls (worker/workflow-thread-sinks.ts).
  */
 async function startWorkflowThreads(pool: WorkflowThreads, workflowBundle: WorkflowBundleWithSourceMapAndFilename, options: CompiledWorkerOptions, logger: SdkLogger): Promise<WorkflowCreator> {
+  receiveSinkCallsWithCompletions(VMWorkflowThreadProxy, createUnsafeRandomSource);
   const threads = Array.from({ length: pool.threads }, (_, i) =>
     new NodeWorker(WORKFLOW_THREAD_SCRIPT, {
       // The thread's name in `top -H` and /proc/<pid>/task/*/comm (bench/cpu.ts counts its CPU apart).

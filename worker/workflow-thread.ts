@@ -4,7 +4,8 @@
  * (TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS) applied once per request from the main thread — create a
  * workflow, activate it, dispose of it — instead of once per call into the sandbox; and without the
  * SDK's promise hook when TEMPORAL_WORKFLOW_STACK_TRACES is false, and with a promise hook that
- * formats the stacks lazily when it is true (worker/workflow-stack-traces.ts).
+ * formats the stacks lazily when it is true (worker/workflow-stack-traces.ts); and with each
+ * activation's sink calls sent back with its completion (worker/workflow-thread-sinks.ts).
  *
  * Why: the SDK passes the bound as `vm`'s `timeout` to every call into a workflow's context, about
  * six per activation (initialise, activate, unblock conditions until none is left, conclude, and at
@@ -38,6 +39,7 @@ import { VMWorkflow, VMWorkflowCreator } from '@temporalio/worker/lib/workflow/v
 import { BaseVMWorkflow, globalHandlers } from '@temporalio/worker/lib/workflow/vm-shared.js';
 import type { coresdk } from '@temporalio/proto';
 import { installLazyPromiseStacks } from './workflow-stack-traces.ts';
+import { withSinkCalls } from './workflow-thread-sinks.ts';
 
 /** The thread's settings, from worker/worker.ts (the SDK's `init` request carries its own). */
 export interface WorkflowThreadData {
@@ -99,16 +101,19 @@ for (const Creator of [ReusableVMWorkflowCreator, VMWorkflowCreator]) {
 }
 
 const activate = BaseVMWorkflow.prototype.activate;
-BaseVMWorkflow.prototype.activate = function (this: BaseVMWorkflow, activation: coresdk.workflow_activation.IWorkflowActivation) {
+BaseVMWorkflow.prototype.activate = async function (this: BaseVMWorkflow, activation: coresdk.workflow_activation.IWorkflowActivation) {
+  let completion: coresdk.workflow_completion.IWorkflowActivationCompletion;
   try {
-    return withinBound(() => activate.call(this, activation));
+    completion = await withinBound(() => activate.call(this, activation));
   } catch (err) {
     if (!isTimeout(err)) throw err;
     // What the SDK's activate answers when its own call times out (vm-shared.js), named for the
     // ops staff who read it in the Temporal UI.
     const deadlock = new Error(`Potential deadlock detected: the workflow task computed for more than ${boundMs} ms without yielding (TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS)`);
-    return Promise.resolve({ runId: this.activator.info.runId, failed: { failure: this.activator.errorToFailure(deadlock) } });
+    completion = { runId: this.activator.info.runId, failed: { failure: this.activator.errorToFailure(deadlock) } };
   }
+  // The activation's sink calls go back with it (worker/workflow-thread-sinks.ts).
+  return withSinkCalls(completion, await this.getAndResetSinkCalls());
 };
 
 for (const Workflow of [ReusableVMWorkflow, VMWorkflow]) {
