@@ -53,7 +53,7 @@ function modulePath(module: URL): string {
  * runs apart that way), and the SDK reads the entry at each run's start: an entry that imported
  * every area made each run instantiate all areas' workflow modules, a cost that grew with every
  * area added. Now a run instantiates its own area's modules only (docs/benchmarks.md, "The workflow
- * bundle's entry").
+ * thread, ninth session").
  */
 export async function buildWorkflowBundle(extraModules: readonly URL[] = []): Promise<{ code: string; workflowTypes: string[] }> {
   const owner = new Map<string, string>();

@@ -38,17 +38,21 @@ interface ThreadProxy {
   getAndResetSinkCalls(): Promise<SinkCall[]>;
 }
 
+let received = false;
+
 /**
  * On the main thread: the SDK's proxy of a threaded workflow takes the sink calls off each completion
  * and answers the worker's next request for them from there (restoring the workflow info's
- * functions, as the SDK's proxy does). Installed once per process.
+ * functions, as the SDK's proxy does). Once per process. The proxy class and the random source come
+ * from the caller so that the workflow thread, which imports this module too, loads neither.
  */
 export function receiveSinkCallsWithCompletions(proxy: { prototype: ThreadProxy }, randomSource: (random: () => number) => unknown): void {
+  if (received) return;
+  received = true;
   const pending = new WeakMap<ThreadProxy, SinkCall[]>();
   const activate = proxy.prototype.activate;
   const getAndResetSinkCalls = proxy.prototype.getAndResetSinkCalls;
-  if ((activate as { folded?: boolean }).folded) return;
-  proxy.prototype.activate = Object.assign(async function (this: ThreadProxy, activation: unknown) {
+  proxy.prototype.activate = async function (this: ThreadProxy, activation: unknown) {
     const completion = (await activate.call(this, activation)) as WithSinkCalls<object>;
     const calls = completion[SINK_CALLS];
     if (calls) {
@@ -56,7 +60,7 @@ export function receiveSinkCallsWithCompletions(proxy: { prototype: ThreadProxy 
       pending.set(this, calls);
     }
     return completion;
-  }, { folded: true });
+  };
   proxy.prototype.getAndResetSinkCalls = async function (this: ThreadProxy) {
     const calls = pending.get(this);
     if (!calls) return getAndResetSinkCalls.call(this);

@@ -29,7 +29,7 @@
  * SDK's reusable context swaps each workflow's globals in and out whenever the thread turns from one
  * workflow to another — it reads every global's descriptor and compares and redefines them — which
  * under concurrent workflows is nearly every request: 150–200 µs a switch with interceptors, about
- * 80 µs without (docs/benchmarks.md, "The workflow context's global object").
+ * 80 µs without (docs/benchmarks.md, "The workflow thread, ninth session").
  */
 import vm from 'node:vm';
 import { workerData } from 'node:worker_threads';
