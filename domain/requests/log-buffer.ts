@@ -27,6 +27,8 @@ export class RequestLogBuffer {
   private entries: RequestLogEntry[] = [];
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
+  /** A flush waiting for the one before it to end (not started yet). */
+  private queued: Promise<void> | null = null;
   private readonly pool: Pool;
   private readonly logger: Logger;
   private readonly flushMs: number;
@@ -70,13 +72,21 @@ export class RequestLogBuffer {
     this.logger.warn('request log rows dropped', { dropped: over, dropped_total: this.droppedRows, kept: this.entries.length });
   }
 
-  /** Writes what is waiting; resolves once everything added before the call is stored. */
+  /**
+   * Writes what is waiting; resolves once everything added before the call is stored. Rows added
+   * while it writes are not chased: they wait for their interval or for a full batch, so under a
+   * steady stream the log is written in batches of `maxBatch`, not one small statement after
+   * another. Calls made before a queued flush has started share it.
+   */
   flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    this.flushing = this.flushing.then(async () => {
-      while (this.entries.length) {
-        const batch = this.entries.splice(0, this.maxBatch);
+    this.queued ??= this.flushing.then(async () => {
+      this.queued = null;
+      let due = this.entries.length;
+      while (due > 0) {
+        const batch = this.entries.splice(0, Math.min(due, this.maxBatch));
+        due -= batch.length;
         if (await this.write(batch)) continue;
         // Kept, in front of what came meanwhile, for the next attempt.
         this.entries.unshift(...batch);
@@ -84,8 +94,10 @@ export class RequestLogBuffer {
         this.schedule();
         return;
       }
+      if (this.entries.length) this.schedule();
     });
-    return this.flushing;
+    this.flushing = this.queued;
+    return this.queued;
   }
 
   /** Writes one batch; false when it could not be written (it is then kept by the caller). */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { Pool } from 'pg';
 import type { RunningApi } from '../../api/server.ts';
 import type { TestPlatform } from '../support/platform.ts';
 import type { TcpProxy } from '../support/tcp-proxy.ts';
@@ -57,5 +58,41 @@ describe('request log during a PostgreSQL outage', () => {
     expect(buffer.stats()).toEqual({ pending: 0, dropped: 3 });
     const rows = await logged(Array.from({ length: 8 }, (_, i) => `req_bound_${i}`));
     expect(rows.map((r) => r.request_id).sort()).toEqual(['req_bound_3', 'req_bound_4', 'req_bound_5', 'req_bound_6', 'req_bound_7']);
+  });
+});
+
+describe('request log batches', () => {
+  const entry = (id: string) => ({ requestId: id, accountId: null, apiKeyId: null, livemode: null, method: 'GET', path: '/v3/x', status: 200, durationMs: 1, createdAt: new Date() });
+
+  it('leaves the rows that arrive during a write for the next batch instead of writing them in a statement of their own', async () => {
+    // The buffer's pool, with each write held until released and each write's rows counted.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const started: number[] = [], written: number[] = [];
+    const pool = {
+      async query(text: string, values: [string]) {
+        const rows = (JSON.parse(values[0]) as unknown[]).length;
+        started.push(rows);
+        await held;
+        const result = await api.deps.pool.query(text, values);
+        written.push(rows);
+        return result;
+      },
+    } as unknown as Pool;
+    const buffer = new RequestLogBuffer(pool, createLogger('error'), 60_000, 4);
+    const ids = Array.from({ length: 6 }, (_, i) => `req_batch_${process.pid}_${i}`);
+    for (const id of ids.slice(0, 4)) buffer.add(entry(id)); // a full batch: its write starts
+    await expect.poll(() => started).toEqual([4]);
+    for (const id of ids.slice(4)) buffer.add(entry(id)); // two more while it is held
+    release();
+    await expect.poll(() => written).toEqual([4]);
+    // The two wait for their interval (a minute here) or a full batch; an explicit flush writes them.
+    expect(started).toEqual([4]);
+    expect(buffer.stats()).toEqual({ pending: 2, dropped: 0 });
+    const first = buffer.flush();
+    expect(buffer.flush()).toBe(first); // a flush not started yet is shared
+    await first;
+    expect(written).toEqual([4, 2]);
+    expect((await logged(ids)).length).toBe(6);
   });
 });
