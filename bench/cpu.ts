@@ -82,6 +82,35 @@ export function threadGroupTicks(pid: number): Map<string, number> {
   return ticks;
 }
 
+/**
+ * PostgreSQL's processes by what they do, from their titles (`/proc/<pid>/cmdline`, e.g.
+ * `postgres: 15/main: walwriter`): the WAL writer, autovacuum, the other background processes
+ * (checkpointer, background writer, statistics …) and the backends serving connections (the rest).
+ */
+const POSTGRES_ROLES: [role: string, title: RegExp][] = [
+  ['wal_writer', /: walwriter/],
+  ['autovacuum', /: autovacuum/],
+  ['background', /: (checkpointer|background writer|logical replication|archiver|stats|startup)/],
+];
+
+function postgresRole(pid: number): string {
+  let title = '';
+  try {
+    title = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch { /* gone */ }
+  return POSTGRES_ROLES.find(([, pattern]) => pattern.test(title))?.[0] ?? 'backends';
+}
+
+/** The ticks of `ticksSince`, by `POSTGRES_ROLES` (`backends` for the rest). */
+function postgresRoleTicks(before: Map<number, number>, after: Map<number, number>): Map<string, number> {
+  const ticks = new Map<string, number>();
+  for (const [pid, now] of after) {
+    const role = postgresRole(pid);
+    ticks.set(role, (ticks.get(role) ?? 0) + now - (before.get(pid) ?? 0));
+  }
+  return ticks;
+}
+
 /** CPU so far of a server process (and of its groups of threads), PostgreSQL, Temporal and this process: the start of a measurement. */
 export function cpuMark(serverPid: number) {
   return {
@@ -94,6 +123,7 @@ export function cpuMark(serverPid: number) {
 export function cpuPerOperation(mark: ReturnType<typeof cpuMark>, operations: number) {
   const us = (ticks: number) => Math.round((ticks * 1e6) / TICKS_PER_SECOND / operations);
   const self = process.cpuUsage(mark.self);
+  const postgresNow = cpuTicksByComm('postgres');
   return {
     server: us(cpuTicksOf(mark.serverPid) - mark.server),
     /**
@@ -101,7 +131,9 @@ export function cpuPerOperation(mark: ReturnType<typeof cpuMark>, operations: nu
      * parts may add up to a little less.
      */
     server_threads: Object.fromEntries([...threadGroupTicks(mark.serverPid)].map(([group, now]) => [group, us(now - (mark.serverThreads.get(group) ?? 0))])),
-    postgres: us(ticksSince(mark.postgres, cpuTicksByComm('postgres'))),
+    postgres: us(ticksSince(mark.postgres, postgresNow)),
+    /** `postgres` by its processes' roles (`POSTGRES_ROLES`). */
+    postgres_roles: Object.fromEntries([...postgresRoleTicks(mark.postgres, postgresNow)].map(([role, ticks]) => [role, us(ticks)])),
     temporal: us(ticksSince(mark.temporal, cpuTicksByComm('temporal'))),
     load_generator: Math.round((self.user + self.system) / operations),
   };
