@@ -1,6 +1,7 @@
 import { MikroORM, defineConfig } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import { entities, migrations } from '../domain/registry.ts';
+import { clientWithReadTimeout } from './read-timeout.ts';
 
 export interface OrmOptions {
   url: string;
@@ -34,10 +35,12 @@ export function ormConfig(opts: OrmOptions) {
   });
 }
 
-function timeoutOptions(statementMs: number): Record<string, number> {
+function timeoutOptions(statementMs: number): Record<string, unknown> {
   return {
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    ...(statementMs > 0 ? { statement_timeout: statementMs, query_timeout: statementMs + 1000 } : {}),
+    // The client gives up a second after the server would have (db/read-timeout.ts: pg's own
+    // `query_timeout`, a timer per query, made every query's objects outlive the young generation).
+    ...(statementMs > 0 ? { statement_timeout: statementMs, Client: clientWithReadTimeout(statementMs + 1000) } : {}),
   };
 }
 
