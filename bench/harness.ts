@@ -99,8 +99,16 @@ function spawnNode(script: string, env: Record<string, string>): ChildProcess {
   });
 }
 
+const outputReaders: ((chunk: Buffer, pid: number) => void)[] = [];
+
+/** Hands every server process's stdout from now on to `reader` too (bench/gc-probe.ts reads V8's GC trace there). */
+export function readServerOutput(reader: (chunk: Buffer, pid: number) => void): void {
+  outputReaders.push(reader);
+}
+
 /** BENCH_SERVER_LOG=1 passes a server's log lines on (to stderr); otherwise they are dropped. */
 function passOutput(child: ChildProcess): void {
+  for (const reader of outputReaders) child.stdout!.on('data', (chunk: Buffer) => reader(chunk, child.pid!));
   if (process.env.BENCH_SERVER_LOG) child.stdout!.pipe(process.stderr);
   else child.stdout!.resume();
 }
@@ -123,12 +131,15 @@ export async function spawnServer(script: string, env: Record<string, string>): 
   const child = spawnNode(script, env);
   const info = await new Promise<Record<string, string>>((resolve, reject) => {
     let buffer = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
+    const ready = (chunk: Buffer) => {
       buffer += chunk.toString();
       // The ready line is `{"url":…}`; JSON log lines (LOG_LEVEL=info or debug) may come first.
       const line = buffer.split('\n').find((l) => l.startsWith('{"url"'));
-      if (line) resolve(JSON.parse(line));
-    });
+      if (!line) return;
+      child.stdout!.off('data', ready);
+      resolve(JSON.parse(line));
+    };
+    child.stdout!.on('data', ready);
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code} before it was ready`)));
   });
   passOutput(child);

@@ -43,6 +43,8 @@ if (process.env.BENCH_MEMORY_LOG) {
 }
 // BENCH_ALLOC_PROFILE=<file>: a sampling profile of every allocation (kept or collected since), written
 // at shutdown: where the garbage the collector works through comes from (a .heapprofile for DevTools).
+// With BENCH_ALLOC_PROFILE_SURVIVORS=1 only what outlived the young generation (kept, or collected by
+// a full collection): what each scavenge copies and promotes, and what fills the old generation.
 const allocations = process.env.BENCH_ALLOC_PROFILE ? await startAllocationSampling() : null;
 onShutdown(logger, async () => {
   if (allocations) writeFileSync(process.env.BENCH_ALLOC_PROFILE!, JSON.stringify(await allocations.stop()));
@@ -56,7 +58,7 @@ async function startAllocationSampling(): Promise<{ stop(): Promise<unknown> }> 
   const session = new Session();
   session.connect();
   await session.post('HeapProfiler.startSampling', {
-    samplingInterval: 32_768, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true,
+    samplingInterval: 32_768, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: !process.env.BENCH_ALLOC_PROFILE_SURVIVORS,
   });
   return { stop: async () => (await session.post('HeapProfiler.stopSampling')).profile };
 }
