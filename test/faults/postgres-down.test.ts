@@ -21,6 +21,27 @@ describe('while PostgreSQL is down', () => {
     expect(res.status).toBe(201);
   });
 
+  it('answers 503 when PostgreSQL stops answering on an open connection, instead of waiting for it (stall)', async () => {
+    // The API's pool holds open connections from these requests on.
+    const created = await http('/v3/customers', { key, body: { name: 'Before the stall' } });
+    expect(created.status).toBe(201);
+    const read = () => http(`/v3/customers/${created.body.id}`, { key });
+    expect((await read()).status).toBe(200);
+    await proxy.cut('stall');
+    try {
+      // Its statements go out on an open connection and get no answer: the client's read timeout
+      // (db/read-timeout.ts, a second past the 5 s statement timeout) gives up and drops it.
+      const [res, ms] = await timed(read);
+      expect(res.status).toBe(503);
+      expect(res.body.code).toBe('service_unavailable');
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(ms).toBeLessThan(10_000);
+    } finally {
+      await proxy.restore();
+    }
+    expect((await read()).body.name).toBe('Before the stall');
+  });
+
   for (const mode of ['hang', 'refuse'] as const) {
     it(`answers problem+json 503 with Retry-After within 5 s, and /readyz within 1 s (${mode})`, async () => {
       await proxy.cut(mode);

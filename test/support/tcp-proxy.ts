@@ -7,8 +7,11 @@ export interface TcpProxy {
   /**
    * The dependency goes down: open connections are destroyed, and new ones are refused
    * (`refuse`, the default: nothing listens) or accepted and never answered (`hang`: a dead host).
+   * `stall`: the host stops answering without closing anything — open connections stay open and
+   * carry nothing more either way (a network partition mid-query), new ones are accepted and never
+   * answered; `restore` then drops the stalled connections.
    */
-  cut(mode?: 'refuse' | 'hang'): Promise<void>;
+  cut(mode?: 'refuse' | 'hang' | 'stall'): Promise<void>;
   /** The dependency is back: new connections reach the target again. */
   restore(): Promise<void>;
   close(): Promise<void>;
@@ -17,7 +20,8 @@ export interface TcpProxy {
 /** A TCP proxy in front of a dependency (PostgreSQL, Temporal) that a test can cut and restore. */
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
-  let mode: 'up' | 'refuse' | 'hang' = 'up';
+  const pairs = new Set<[Socket, Socket]>();
+  let mode: 'up' | 'refuse' | 'hang' | 'stall' = 'up';
   const track = (s: Socket) => {
     sockets.add(s);
     s.once('close', () => sockets.delete(s));
@@ -29,7 +33,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     const upstream = connect(target.port, target.host);
     track(upstream);
     client.pipe(upstream).pipe(client);
-    client.once('close', () => upstream.destroy());
+    const pair: [Socket, Socket] = [client, upstream];
+    pairs.add(pair);
+    client.once('close', () => {
+      pairs.delete(pair);
+      upstream.destroy();
+    });
     upstream.once('close', () => client.destroy());
   };
   let server: Server = createServer(onConnection);
@@ -48,10 +57,20 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     port,
     async cut(how = 'refuse') {
       mode = how;
+      if (how === 'stall') {
+        for (const [client, upstream] of pairs) {
+          client.unpipe(upstream);
+          upstream.unpipe(client);
+          client.pause();
+          upstream.pause();
+        }
+        return;
+      }
       dropAll();
       if (how === 'refuse') await stop();
     },
     async restore() {
+      if (mode === 'stall') dropAll();
       if (mode === 'refuse') {
         server = createServer(onConnection);
         await listen(port);
