@@ -11,10 +11,10 @@ import pg from 'pg';
  * `pg`'s `query_timeout` starts a `setTimeout` for every query, and under load that made the
  * objects of the queries (their rows, row descriptions, callbacks: about 4.5 KB a request on GET
  * /v3/customers/{id}) outlive the young generation: each scavenge promoted them to the old one,
- * where only full collections free them (docs/benchmarks.md, "Garbage collection on the foundation
- * path"). Here each client keeps the deadlines of its unanswered queries in order (a connection
- * answers in order; one ReadyForQuery ends every query, and the start-up's, when none is due), and
- * one process-wide interval looks at the oldest of each client.
+ * where only full collections free them (docs/benchmarks.md, "Garbage collection and the request
+ * log"). Here each client keeps the deadlines of its unanswered queries in order (a connection
+ * answers in order, and one ReadyForQuery ends every query), and one process-wide interval looks at
+ * the oldest of each client.
  *
  * Unlike `pg`'s (which fails the query and leaves its connection in the pool, still waiting for the
  * answer), the connection is destroyed: the pool replaces it. Cursors (`submit` objects) are not
@@ -27,7 +27,9 @@ export function clientWithReadTimeout(readTimeoutMs: number): typeof pg.Client {
 
     constructor(config?: string | pg.ClientConfig) {
       super(config);
-      connectionOf(this).on('readyForQuery', () => void this.deadlines.shift());
+      // The first ReadyForQuery ends the start-up (queries sent before it wait for it); each after it ends a query.
+      const connection = connectionOf(this);
+      connection.once('readyForQuery', () => connection.on('readyForQuery', () => void this.deadlines.shift()));
       this.once('end', () => unwatch(this));
       watch(this);
     }

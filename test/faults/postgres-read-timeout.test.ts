@@ -45,4 +45,18 @@ describe('database read timeout', () => {
     }
     expect(connectionErrors).toEqual([]);
   });
+
+  it('counts the queries sent before the connection is ready from their own sending, not the start-up', async () => {
+    open(300); // for afterEach
+    const Client = clientWithReadTimeout(300);
+    const client = new Client({ connectionString: inject('adminDbUrl') });
+    client.on('error', (err) => connectionErrors.push(err.message));
+    const connected = client.connect();
+    const quick = client.query('select 1 as one');
+    const slow = client.query('select pg_sleep(3)');
+    await connected;
+    expect((await quick).rows).toEqual([{ one: 1 }]);
+    await expect(slow).rejects.toThrow('Query read timeout');
+    await client.end().catch(() => undefined);
+  });
 });
