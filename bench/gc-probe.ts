@@ -1,8 +1,10 @@
 /**
- * `scripts/node24.sh node bench/gc-probe.ts ['{"ENV":"value"}']`: what garbage collection costs per
- * request on the foundation path. Both servers (GET /v3/customers/{id} through the pipeline, and the
- * raw baseline) run with V8's `--trace-gc-nvp`; each is loaded at 50 connections for 8 s (after 3 s
- * unmeasured), and from the collections of that window the probe prints, per request: the bytes
+ * `scripts/node24.sh node bench/gc-probe.ts [foundation|payments] ['{"ENV":"value"}']`: what garbage
+ * collection costs per request. The servers run with V8's `--trace-gc-nvp`. `foundation` (the
+ * default): GET /v3/customers/{id} through the pipeline and the raw baseline, each at 50 connections;
+ * `payments`: POST /v3/payments/process (each a new payment, with its workflow) at 10. Each side is
+ * loaded for 8 s (after 3 s unmeasured), and from the collections of that window (the main thread's
+ * and the workflow thread's alike) the probe prints, per request: the bytes
  * allocated, the bytes the scavenges promoted to the old generation (objects that outlived two
  * scavenges, or that something old still pointed to), and the milliseconds of GC pause on the main
  * thread; plus the number of scavenges and full collections. Promotion is what makes a young
@@ -32,16 +34,19 @@ readServerOutput((chunk, from) => {
 });
 
 process.env.BENCH_NODE_FLAGS = `${process.env.BENCH_NODE_FLAGS ?? ''} --trace-gc-nvp`;
-const env = JSON.parse(process.argv[2] ?? '{}') as Record<string, string>;
+const scenario = process.argv[2]?.startsWith('{') ? 'foundation' : process.argv[2] ?? 'foundation';
+const env = JSON.parse(process.argv.find((a) => a.startsWith('{')) ?? '{}') as Record<string, string>;
 const infra = await startInfra();
 const platform = await startBenchPlatform(infra, { env });
 try {
-  const sides = await foundationSides(platform);
+  const sides = scenario === 'payments' ? await paymentSide() : await foundationSides(platform);
   try {
-    for (const [name, side] of Object.entries({ baseline: sides.baseline, pipeline: sides.pipeline })) {
-      await autocannonRun({ ...side, connections: 50, duration: 3 });
+    const loads = 'payments' in sides ? { payments: sides.payments } : { baseline: sides.baseline, pipeline: sides.pipeline };
+    for (const [name, side] of Object.entries(loads)) {
+      const connections = name === 'payments' ? 10 : 50;
+      await autocannonRun({ ...side, connections, duration: 3 });
       const from = collections.length;
-      const result = await autocannonRun({ ...side, connections: 50, duration: 8 });
+      const result = await autocannonRun({ ...side, connections, duration: 8 });
       const window = collections.slice(from).filter((c) => c.pid === side.pid);
       const scavenges = window.filter((c) => c.kind === 's');
       const per = (bytes: number) => Math.round(bytes / result.total);
@@ -61,4 +66,17 @@ try {
 } finally {
   await platform.close();
   await infra.stop();
+}
+
+/** POST /v3/payments/process with a test card, as bench/payments-cpu-probe.ts makes it. */
+async function paymentSide() {
+  const card = { type: 'card', card: { number: '4242424242424242', exp_month: 12, exp_year: new Date().getUTCFullYear() + 3, cvc: '123' } };
+  return {
+    payments: {
+      pid: platform.pid, url: `${platform.url}/v3/payments/process`, method: 'POST' as const,
+      headers: { authorization: `Bearer ${await platform.newKey()}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ amount: 1999, currency: 'USD', payment_method: card }),
+    },
+    stop: async () => {},
+  };
 }
