@@ -1,4 +1,4 @@
-import { percentile, type Scenario } from './harness.ts';
+import { percentile, type Scenario, testCard } from './harness.ts';
 
 const SUBSCRIPTIONS = 25;
 const CLIENTS = 5;
@@ -23,7 +23,7 @@ export const scenario: Scenario = {
     const customer = (await call('/v3/customers', { email: 'bench@example.com', name: 'Bench' })).body.id;
     const plan = (await call('/v3/plans', { name: 'Bench', currency: 'USD', interval: 'monthly', amount: 1500 })).body.id;
     const clock = (await call('/v3/test_clocks', { frozen_time: '2025-01-01T00:00:00Z' })).body.id;
-    const card = { type: 'card', card: { number: '4242424242424242', exp_month: 12, exp_year: new Date().getUTCFullYear() + 3, cvc: '123' } };
+    const card = testCard();
 
     const latencies: number[] = [];
     let next = 0;

@@ -3,16 +3,16 @@
  * collection costs per request. The servers run with V8's `--trace-gc-nvp`. `foundation` (the
  * default): GET /v3/customers/{id} through the pipeline and the raw baseline, each at 50 connections;
  * `payments`: POST /v3/payments/process (each a new payment, with its workflow) at 10. Each side is
- * loaded for 8 s (after 3 s unmeasured), and from the collections of that window (the main thread's
- * and the workflow thread's alike) the probe prints, per request: the bytes
- * allocated, the bytes the scavenges promoted to the old generation (objects that outlived two
- * scavenges, or that something old still pointed to), and the milliseconds of GC pause on the main
- * thread; plus the number of scavenges and full collections. Promotion is what makes a young
- * generation expensive: a scavenge's cost is what it copies, and what it promotes is only freed by
- * full collections (docs/benchmarks.md, "Garbage collection on the foundation path").
+ * loaded for 8 s (after 3 s unmeasured), and from the collections of that window (of all the
+ * server's isolates: its main thread and its workflow threads) the probe prints, per request: the
+ * bytes allocated, the bytes the scavenges promoted to the old generation (objects that outlived
+ * two scavenges, or that something old still pointed to) and the microseconds of GC pause; plus the
+ * number of scavenges and full collections. Promotion is what makes a young generation expensive:
+ * a scavenge's cost is what it copies, and what it promotes is only freed by full collections
+ * (docs/benchmarks.md, "Garbage collection and the request log").
  */
 import { foundationSides } from './foundation.ts';
-import { autocannonRun, readServerOutput, startBenchPlatform, startInfra } from './harness.ts';
+import { autocannonRun, paymentsLoad, readServerOutput, startBenchPlatform, startInfra } from './harness.ts';
 
 interface Collection { pid: number; kind: string; pauseMs: number; allocated: number; promoted: number }
 
@@ -39,14 +39,15 @@ const env = JSON.parse(process.argv.find((a) => a.startsWith('{')) ?? '{}') as R
 const infra = await startInfra();
 const platform = await startBenchPlatform(infra, { env });
 try {
-  const sides = scenario === 'payments' ? await paymentSide() : await foundationSides(platform);
+  const sides = scenario === 'payments' ? null : await foundationSides(platform);
   try {
-    const loads = 'payments' in sides ? { payments: sides.payments } : { baseline: sides.baseline, pipeline: sides.pipeline };
+    const loads = sides
+      ? { baseline: { ...sides.baseline, connections: 50 }, pipeline: { ...sides.pipeline, connections: 50 } }
+      : { payments: { ...(await paymentsLoad(platform, 10)), pid: platform.pid } };
     for (const [name, side] of Object.entries(loads)) {
-      const connections = name === 'payments' ? 10 : 50;
-      await autocannonRun({ ...side, connections, duration: 3 });
+      await autocannonRun({ ...side, duration: 3 });
       const from = collections.length;
-      const result = await autocannonRun({ ...side, connections, duration: 8 });
+      const result = await autocannonRun({ ...side, duration: 8 });
       const window = collections.slice(from).filter((c) => c.pid === side.pid);
       const scavenges = window.filter((c) => c.kind === 's');
       const per = (bytes: number) => Math.round(bytes / result.total);
@@ -61,22 +62,10 @@ try {
       }));
     }
   } finally {
-    await sides.stop();
+    await sides?.stop();
   }
 } finally {
   await platform.close();
   await infra.stop();
 }
 
-/** POST /v3/payments/process with a test card, as bench/payments-cpu-probe.ts makes it. */
-async function paymentSide() {
-  const card = { type: 'card', card: { number: '4242424242424242', exp_month: 12, exp_year: new Date().getUTCFullYear() + 3, cvc: '123' } };
-  return {
-    payments: {
-      pid: platform.pid, url: `${platform.url}/v3/payments/process`, method: 'POST' as const,
-      headers: { authorization: `Bearer ${await platform.newKey()}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ amount: 1999, currency: 'USD', payment_method: card }),
-    },
-    stop: async () => {},
-  };
-}

@@ -258,6 +258,20 @@ export async function startBenchPlatform(infra: Infra, opts: { env?: Record<stri
   };
 }
 
+/** The sandbox's always-succeeding test card (docs/payments.md), as a payment method in a request body. */
+export function testCard() {
+  return { type: 'card', card: { number: '4242424242424242', exp_month: 12, exp_year: new Date().getUTCFullYear() + 3, cvc: '123' } };
+}
+
+/** Load options for POST /v3/payments/process with the test card, each request a new payment (with its workflow). */
+export async function paymentsLoad(platform: BenchPlatform, connections: number) {
+  return {
+    url: `${platform.url}/v3/payments/process`, method: 'POST' as const, connections,
+    headers: { authorization: `Bearer ${await platform.newKey()}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ amount: 1999, currency: 'USD', payment_method: testCard() }),
+  };
+}
+
 /** The p-th percentile of ascending `sorted` (nearest rank); 0 when empty. */
 export function percentile(sorted: number[], p: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : 0;

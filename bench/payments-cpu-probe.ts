@@ -10,7 +10,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { cpuMark, cpuPerOperation, inMilliseconds, statementsFromNow } from './cpu.ts';
-import { autocannonRun, emptyWorkflows, startBenchPlatform, startInfra } from './harness.ts';
+import { autocannonRun, emptyWorkflows, paymentsLoad, startBenchPlatform, startInfra } from './harness.ts';
 
 const CLIENTS = 10;
 const SECONDS = 8;
@@ -20,12 +20,8 @@ const platform = await startBenchPlatform(infra);
 const connection = await Connection.connect({ address: platform.temporalAddress });
 try {
   const client = new Client({ connection });
-  const headers = { authorization: `Bearer ${await platform.newKey()}`, 'content-type': 'application/json' };
-  const card = { type: 'card', card: { number: '4242424242424242', exp_month: 12, exp_year: new Date().getUTCFullYear() + 3, cvc: '123' } };
-  const payments = async () => (await autocannonRun({
-    url: `${platform.url}/v3/payments/process`, method: 'POST', headers, connections: CLIENTS, duration: SECONDS,
-    body: JSON.stringify({ amount: 1999, currency: 'USD', payment_method: card }),
-  })).total;
+  const paying = await paymentsLoad(platform, CLIENTS);
+  const payments = async () => (await autocannonRun({ ...paying, duration: SECONDS })).total;
   const empty = async () => (await emptyWorkflows(client, `${platform.taskQueuePrefix}payments`, CLIENTS, SECONDS)).count;
   const measure = async (name: string, run: () => Promise<number>) => {
     const mark = cpuMark(platform.pid);

@@ -1,6 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { settled } from './cpu.ts';
-import { autocannonRun, emptyWorkflows, median, type LoadResult, type Scenario } from './harness.ts';
+import { autocannonRun, emptyWorkflows, median, type LoadResult, type Scenario, testCard } from './harness.ts';
 
 const CLIENTS = 10;
 const ROUNDS = 3;
@@ -20,7 +20,7 @@ export const scenario: Scenario = {
   async run(platform) {
     const key = await platform.newKey();
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-    const card = { type: 'card', card: { number: '4242424242424242', exp_month: 12, exp_year: new Date().getUTCFullYear() + 3, cvc: '123' } };
+    const card = testCard();
     const post = async (path: string, body: unknown) => {
       const res = await fetch(platform.url + path, { method: 'POST', headers, body: JSON.stringify(body) });
       if (res.status >= 300) throw new Error(`${path}: ${res.status} ${await res.text()}`);

@@ -48,7 +48,7 @@ interface Watched extends pg.Client {
 }
 
 /** How often the deadlines are looked at: a query is given up between its deadline and this much later. */
-export const READ_TIMEOUT_CHECK_MS = 250;
+const READ_TIMEOUT_CHECK_MS = 250;
 
 const watched = new Set<Watched>();
 let checking: NodeJS.Timeout | null = null;
