@@ -158,10 +158,12 @@ export async function statementsFromNow(sql: Sql) {
   return {
     async print(operations: number, top = 12): Promise<void> {
       if (!on) return;
-      const rows = await sql<{ calls: string; ms: string; q: string }>(
-        `select calls, total_exec_time as ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) as q
-           from pg_stat_statements order by total_exec_time desc limit $1`, [top]);
-      for (const r of rows) console.log(`  ${(Number(r.calls) / operations).toFixed(3)} calls ${Math.round((Number(r.ms) * 1000) / operations)} µs  ${r.q}`);
+      const rows = await sql<{ calls: string; ms: string; plan_ms: string; q: string }>(
+        `select calls, total_exec_time as ms, total_plan_time as plan_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) as q
+           from pg_stat_statements order by total_exec_time + total_plan_time desc limit $1`, [top]);
+      const us = (ms: string) => Math.round((Number(ms) * 1000) / operations);
+      // Planning is counted only with `pg_stat_statements.track_planning = on`.
+      for (const r of rows) console.log(`  ${(Number(r.calls) / operations).toFixed(3)} calls ${us(r.ms)} µs${Number(r.plan_ms) ? ` + ${us(r.plan_ms)} µs planning` : ''}  ${r.q}`);
     },
   };
 }
