@@ -22,7 +22,7 @@ import { createAccount, createKey } from '../domain/accounts/service.ts';
 import { permissionScopes } from '../domain/registry.ts';
 import { withDatabase } from '../platform/throwaway-infra.ts';
 import { cpuMark, cpuPerOperation } from './cpu.ts';
-import { BENCH_ENV, autocannonRun, median, spawnServer, startInfra, stopServer } from './harness.ts';
+import { BENCH_ENV, autocannonRun, median, spawnServer, startInfra, stopServer, stripSources } from './harness.ts';
 
 const other = process.argv[2];
 if (!other) {
@@ -39,6 +39,8 @@ const connections = Number(process.env.AB_CONNECTIONS ?? 50);
 /** `AB_OWN_BUNDLES=1`: each side runs the workflow bundle of its own checkout (to A/B a change of workflow code or of the bundle). */
 const ownBundles = Boolean(process.env.AB_OWN_BUNDLES);
 const infra = await startInfra();
+// The other checkout's sources are served stripped too, as this one's are (harness.ts, `stripSources`).
+stripSources(resolve(other));
 const admin = new pg.Client({ connectionString: infra.adminDbUrl });
 await admin.connect();
 

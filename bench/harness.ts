@@ -4,9 +4,10 @@ import proto from '@temporalio/proto';
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { stripTypeScriptTypes } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createOrm, migrate, type MikroORM } from '../db/orm.ts';
@@ -70,6 +71,10 @@ export interface Infra {
 /** PostgreSQL (BENCH_DATABASE_URL, else embedded) and Temporal (TEMPORAL_ADDRESS, else a dev server). */
 export async function startInfra(): Promise<Infra> {
   const work = mkdtempSync(join(tmpdir(), 'bp-bench-'));
+  if (process.env.BENCH_TYPE_STRIPPING !== 'node') {
+    process.env.BENCH_STRIPPED_SOURCES = join(work, 'stripped');
+    stripSources(fileURLToPath(new URL('..', import.meta.url)));
+  }
   const { adminDbUrl, temporalAddress, stops } = await startThrowawayInfra({
     databaseUrl: process.env.BENCH_DATABASE_URL, temporalAddress: process.env.TEMPORAL_ADDRESS, workDir: work,
   });
@@ -87,6 +92,55 @@ export async function startInfra(): Promise<Infra> {
 }
 
 
+/**
+ * The servers run their sources as JavaScript stripped of its types here, in the bench process,
+ * rather than by Node in each server process and thread (`BENCH_TYPE_STRIPPING=node` leaves it to
+ * Node). The result is the same JavaScript (`stripTypeScriptTypes` is the transform Node's loader
+ * applies to a `.ts` file, positions kept), but Node's type stripper (swc compiled to WebAssembly)
+ * then stays in every server thread that read a `.ts` file: about 27 MB in the main thread alone,
+ * which production, running the compiled `dist/`, never holds (docs/benchmarks.md, "The type
+ * stripper's memory"). `stripSources(root)` strips every `.ts` file of a checkout into
+ * BENCH_STRIPPED_SOURCES, under its absolute path (bench/ab-probe.ts adds the other checkout); the
+ * loader hook below, which each server process and worker thread imports first (`--import`; worker
+ * threads inherit it), answers a `.ts` module from there, and leaves one not found there to Node.
+ */
+export function stripSources(root: string): void {
+  const into = process.env.BENCH_STRIPPED_SOURCES;
+  if (!into) return;
+  const skip = new Set(['node_modules', 'dist', 'dashboard', 'test', 'coverage']);
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name.startsWith('.') || skip.has(entry.name)) continue;
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) {
+        const out = join(into, path);
+        mkdirSync(dirname(out), { recursive: true });
+        writeFileSync(out, stripTypeScriptTypes(readFileSync(path, 'utf8'), { mode: 'strip' }));
+      }
+    }
+  };
+  walk(root);
+}
+
+const STRIPPED_SOURCES_HOOK = `data:text/javascript,${encodeURIComponent(`
+import { registerHooks } from 'node:module';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+const dir = process.env.BENCH_STRIPPED_SOURCES;
+if (dir) registerHooks({
+  load(url, context, nextLoad) {
+    if (url.startsWith('file:') && url.endsWith('.ts')) {
+      let source;
+      try { source = readFileSync(join(dir, fileURLToPath(url)), 'utf8'); } catch {}
+      if (source !== undefined) return { format: 'module', source, shortCircuit: true };
+    }
+    return nextLoad(url, context);
+  },
+});
+`)}`;
+
 /** `node <script>` (relative to bench/) with `env` over this process's environment. */
 function spawnNode(script: string, env: Record<string, string>): ChildProcess {
   // BENCH_PROFILE=DIR writes a V8 CPU profile of every server process into DIR (open it in Chrome DevTools).
@@ -94,7 +148,8 @@ function spawnNode(script: string, env: Record<string, string>): ChildProcess {
   // BENCH_NODE_FLAGS="--flag …": Node and V8 flags for every server process (V8's GC flags, which
   // NODE_OPTIONS does not accept).
   const flags = process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
-  return spawn(process.execPath, [...profile, ...flags, fileURLToPath(new URL(script, import.meta.url))], {
+  const stripped = process.env.BENCH_STRIPPED_SOURCES ? ['--import', STRIPPED_SOURCES_HOOK] : [];
+  return spawn(process.execPath, [...profile, ...flags, ...stripped, fileURLToPath(new URL(script, import.meta.url))], {
     env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'],
   });
 }
