@@ -71,7 +71,8 @@ export interface Infra {
 /** PostgreSQL (BENCH_DATABASE_URL, else embedded) and Temporal (TEMPORAL_ADDRESS, else a dev server). */
 export async function startInfra(): Promise<Infra> {
   const work = mkdtempSync(join(tmpdir(), 'bp-bench-'));
-  if (process.env.BENCH_TYPE_STRIPPING !== 'node') {
+  if (process.env.BENCH_TYPE_STRIPPING === 'node') delete process.env.BENCH_STRIPPED_SOURCES;
+  else {
     process.env.BENCH_STRIPPED_SOURCES = join(work, 'stripped');
     stripSources(fileURLToPath(new URL('..', import.meta.url)));
   }
@@ -93,13 +94,12 @@ export async function startInfra(): Promise<Infra> {
 
 
 /**
- * The servers run their sources as JavaScript stripped of its types here, in the bench process,
- * rather than by Node in each server process and thread (`BENCH_TYPE_STRIPPING=node` leaves it to
- * Node). The result is the same JavaScript (`stripTypeScriptTypes` is the transform Node's loader
- * applies to a `.ts` file, positions kept), but Node's type stripper (swc compiled to WebAssembly)
- * then stays in every server thread that read a `.ts` file: about 27 MB in the main thread alone,
- * which production, running the compiled `dist/`, never holds (docs/benchmarks.md, "The type
- * stripper's memory"). `stripSources(root)` strips every `.ts` file of a checkout into
+ * The servers' sources are stripped of their types here, in the bench process, instead of by Node in
+ * each server process and thread (`BENCH_TYPE_STRIPPING=node` leaves it to Node). The JavaScript is
+ * the same (`stripTypeScriptTypes` is the transform Node's loader applies to a `.ts` file, positions
+ * kept); what changes is that no server thread loads Node's type stripper (swc compiled to
+ * WebAssembly), which production, running the compiled `dist/`, never holds: 15–35 MB of the idle
+ * bench server (docs/benchmarks.md, "The type stripper's memory"). `stripSources(root)` strips every `.ts` file of a checkout into
  * BENCH_STRIPPED_SOURCES, under its absolute path (bench/ab-probe.ts adds the other checkout); the
  * loader hook below, which each server process and worker thread imports first (`--import`; worker
  * threads inherit it), answers a `.ts` module from there, and leaves one not found there to Node.
