@@ -2,7 +2,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Connection } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { processAlive, startEmbeddedPostgres } from '../platform/embedded-postgres.ts';
@@ -35,12 +37,34 @@ function pidsWithArgs(...args: string[]): number[] {
     .map(Number);
 }
 
+/**
+ * Starts 12 workflows on a task queue nobody polls and answers the backlog of each of its four read
+ * partitions (the root, then `/_sys/<queue>/1..3`) once all 12 are counted. The server's default
+ * spreads new tasks over four partitions; ours writes them all to the root (DEV_SERVER_DYNAMIC_CONFIG).
+ */
+async function backlogByPartition(connection: Connection, namespace: string): Promise<number[]> {
+  const client = new Client({ connection, namespace });
+  const queue = `partitions-${randomUUID()}`;
+  for (let i = 0; i < 12; i++) await client.workflow.start('unpolled', { taskQueue: queue, workflowId: `partitions-${randomUUID()}` });
+  const names = [queue, ...[1, 2, 3].map((n) => `/_sys/${queue}/${n}`)];
+  for (let attempt = 0; ; attempt++) {
+    const backlog = await Promise.all(names.map(async (name) => {
+      const { taskQueueStatus } = await connection.workflowService.describeTaskQueue({
+        namespace, taskQueue: { name, kind: 1 /* NORMAL */ }, taskQueueType: 1 /* WORKFLOW */, includeTaskQueueStatus: true,
+      });
+      return Number(taskQueueStatus?.backlogCountHint ?? 0);
+    }));
+    if (backlog.reduce((a, b) => a + b, 0) >= 12 || attempt === 50) return backlog;
+    await sleep(100);
+  }
+}
+
 const work = mkdtempSync(join(tmpdir(), 'bp-infra-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 describe('Temporal dev server', () => {
   // Generous: the first run may have to build the CLI.
-  it('starts headless in memory with the search attributes registered, and stops', { timeout: 600_000 }, async () => {
+  it('starts headless in memory with the search attributes registered, writes new tasks to one partition, and stops', { timeout: 600_000 }, async () => {
     const server = await startTemporalDevServer({ uiPort: null, logFile: join(work, 'temporal.log') });
     const port = server.address.split(':').at(-1) ?? '';
     expect(server.address).toMatch(/^127\.0\.0\.1:\d+$/);
@@ -56,6 +80,7 @@ describe('Temporal dev server', () => {
           namespace: server.namespace,
         });
         for (const name of Object.keys(SEARCH_ATTRIBUTES)) expect(customAttributes?.[name], name).toBe(KEYWORD);
+        expect(await backlogByPartition(connection, server.namespace)).toEqual([12, 0, 0, 0]);
       } finally {
         await connection.close();
       }
