@@ -254,9 +254,10 @@ const { BatchOperationState } = proto.temporal.api.enums.v1;
 /**
  * Terminates the workflows a run left running on its task queues (orders waiting for their
  * fulfilment, subscriptions for their next period …) by one batch operation, and waits for the
- * server to finish it (the dev server ends about 40 a second): on a shared server (TEMPORAL_ADDRESS)
- * they would otherwise pile up over a day of runs (28,000 once), and the next scenario, run or test
- * suite would share the server's CPU with their timers and terminations.
+ * server to finish it (up to 500 a second where the server's `worker.batcherRPS` allows it, as in
+ * the dev servers the project starts; the server's default caps a batch at 50): on a shared server
+ * (TEMPORAL_ADDRESS) they would otherwise pile up over a day of runs (28,000 once), and the next
+ * scenario, run or test suite would share the server's CPU with their timers and terminations.
  */
 async function endLeftoverWorkflows(address: string, taskQueuePrefix: string): Promise<void> {
   const connection = await Connection.connect({ address });
