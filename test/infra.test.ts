@@ -1,10 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { processAlive, startEmbeddedPostgres } from '../platform/embedded-postgres.ts';
@@ -37,6 +38,8 @@ function pidsWithArgs(...args: string[]): number[] {
     .map(Number);
 }
 
+const { TaskQueueKind, TaskQueueType } = proto.temporal.api.enums.v1;
+
 /**
  * Starts 12 workflows on a task queue nobody polls and answers the backlog of each of its four read
  * partitions (the root, then `/_sys/<queue>/1..3`) once all 12 are counted. The server's default
@@ -50,7 +53,8 @@ async function backlogByPartition(connection: Connection, namespace: string): Pr
   for (let attempt = 0; ; attempt++) {
     const backlog = await Promise.all(names.map(async (name) => {
       const { taskQueueStatus } = await connection.workflowService.describeTaskQueue({
-        namespace, taskQueue: { name, kind: 1 /* NORMAL */ }, taskQueueType: 1 /* WORKFLOW */, includeTaskQueueStatus: true,
+        namespace, taskQueue: { name, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL }, taskQueueType: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        includeTaskQueueStatus: true,
       });
       return Number(taskQueueStatus?.backlogCountHint ?? 0);
     }));
