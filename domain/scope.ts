@@ -7,7 +7,7 @@ import { notFound } from '../platform/errors.ts';
  * on by default for every scoped entity, adds `account_id = ? AND livemode = ?` to each query,
  * and `scopedEm` is the only way request and activity code gets an EntityManager for business
  * data, so no handler has to remember the condition. A scoped query without scope parameters fails.
- * The one read outside the ORM, `readScopedById`, takes the scope as an argument and always applies it.
+ * The reads outside the ORM, `readScopedById` and `readScopedWhere`, take the scope as an argument and always apply it.
  */
 export interface Scope {
   accountId: string;
@@ -46,6 +46,9 @@ export function scopeColumns(scope: Scope): { accountId: string; livemode: boole
   return { accountId: scope.accountId, livemode: scope.livemode };
 }
 
+/** What the hot reads below run on: the ORM, or an EntityManager of it (only its pool and metadata are used). */
+export type ReadSource = MikroORM | EntityManager;
+
 /**
  * One record by id within `scope`, for hot reads that only present the record: a named prepared
  * statement on the ORM's own pool, built from the entity's metadata, and the row mapped to the
@@ -53,47 +56,83 @@ export function scopeColumns(scope: Scope): { accountId: string; livemode: boole
  * EntityManager is involved (forking one costs more than the read): to change a record, load it
  * through `scopedEm` instead.
  */
-export async function readScopedById<T extends object>(orm: MikroORM, scope: Scope, entity: EntityName<T>, id: string): Promise<Readonly<T> | null> {
-  const reader = rowReader(orm.em, entity);
-  const pool = await orm.em.getConnection().getNativeClient();
-  const { rows } = await pool.query({ name: reader.statement, text: reader.sql, values: [id, scope.accountId, scope.livemode] });
-  return rows[0] ? (reader.map(rows[0]) as T) : null;
+export async function readScopedById<T extends object>(db: ReadSource, scope: Scope, entity: EntityName<T>, id: string): Promise<Readonly<T> | null> {
+  const [record] = await readScopedWhere(db, scope, entity, { id });
+  return record ?? null;
 }
 
 /** `readScopedById`, or 404 `not_found` naming the record (`what`: 'customer', 'plan' …). */
-export async function readScopedOr404<T extends object>(orm: MikroORM, scope: Scope, entity: EntityName<T>, id: string, what: string): Promise<Readonly<T>> {
-  const record = await readScopedById(orm, scope, entity, id);
+export async function readScopedOr404<T extends object>(db: ReadSource, scope: Scope, entity: EntityName<T>, id: string, what: string): Promise<Readonly<T>> {
+  const record = await readScopedById(db, scope, entity, id);
   if (!record) throw notFound(what, id);
   return record;
 }
 
+/**
+ * The records within `scope` whose scalar properties equal `where`'s values (an array: any of
+ * them), read like `readScopedById`: one named prepared statement per entity and shape of
+ * `where`, no EntityManager. For the hot path's reads of records it only looks at (the store and
+ * products an order is priced from); the values are compared as they are, without the
+ * properties' type conversions, so `where` names plain text, number or boolean columns.
+ */
+export async function readScopedWhere<T extends object>(
+  db: ReadSource, scope: Scope, entity: EntityName<T>, where: Record<string, string | number | boolean | readonly (string | number)[]>,
+): Promise<Readonly<T>[]> {
+  const em = 'fork' in db ? db : db.em;
+  const reader = rowReader(em, entity);
+  const names = Object.keys(where);
+  const shape = names.map((name) => (Array.isArray(where[name]) ? `${name}[]` : name)).join(',');
+  let statement = reader.statements.get(shape);
+  if (!statement) {
+    const conditions = names.map((name, i) => `"${reader.field(name)}" ${Array.isArray(where[name]) ? '= any' : '='}($${i + 3})`);
+    statement = {
+      name: `scoped:${reader.table}:${shape}`,
+      text: `select ${reader.select} from "${reader.table}"
+              where "${reader.field('accountId')}" = $1 and "${reader.field('livemode')}" = $2 and ${conditions.join(' and ')}`,
+    };
+    reader.statements.set(shape, statement);
+  }
+  const pool = await em.getConnection().getNativeClient();
+  const { rows } = await pool.query({ ...statement, values: [scope.accountId, scope.livemode, ...names.map((name) => where[name])] });
+  return rows.map((row) => reader.map(row) as T);
+}
+
 interface RowReader {
-  statement: string;
-  sql: string;
+  table: string;
+  /** The select list: every column of the entity. */
+  select: string;
+  /** A property's column; throws for a name the entity does not have. */
+  field(name: string): string;
+  /** The prepared statements made so far, by the shape of their `where`. */
+  statements: Map<string, { name: string; text: string }>;
   map(row: Record<string, unknown>): object;
 }
 
 const readers = new WeakMap<object, RowReader>();
 
-/** The by-id statement and the row-to-properties mapping of a scoped entity, built once. */
+/** The columns and the row-to-properties mapping of a scoped entity, built once. */
 function rowReader<T extends object>(em: EntityManager, entity: EntityName<T>): RowReader {
   const meta = em.getMetadata().get(entity);
   let reader = readers.get(meta);
   if (reader) return reader;
   const platform = em.getPlatform();
   const columns = meta.props.map((prop) => {
-    if (prop.kind !== 'scalar') throw new Error(`readScopedById reads scalar properties only; ${meta.className}.${prop.name} is a relation`);
+    if (prop.kind !== 'scalar') throw new Error(`readScopedWhere reads scalar properties only; ${meta.className}.${prop.name} is a relation`);
     // As the ORM's hydrator does: custom types convert, dates arrive as text from the ORM's pool.
     const convert: (value: unknown) => unknown = prop.customType
       ? (value) => prop.customType!.convertToJSValue(value, platform)
       : prop.runtimeType === 'Date' ? (value) => (value instanceof Date ? value : new Date(value as string)) : (value) => value;
     return { name: prop.name, field: prop.fieldNames[0]!, convert };
   });
-  const field = (name: string) => columns.find((c) => c.name === name)!.field;
   reader = {
-    statement: `scoped-by-id:${meta.tableName}`,
-    sql: `select ${columns.map((c) => `"${c.field}"`).join(', ')} from "${meta.tableName}"
-           where "${field('id')}" = $1 and "${field('accountId')}" = $2 and "${field('livemode')}" = $3 limit 1`,
+    table: meta.tableName,
+    select: columns.map((c) => `"${c.field}"`).join(', '),
+    field(name) {
+      const column = columns.find((c) => c.name === name);
+      if (!column) throw new Error(`${meta.className} has no property ${name}`);
+      return column.field;
+    },
+    statements: new Map(),
     map(row) {
       const out: Record<string, unknown> = {};
       for (const c of columns) {
@@ -105,6 +144,44 @@ function rowReader<T extends object>(em: EntityManager, entity: EntityName<T>): 
   };
   readers.set(meta, reader);
   return reader;
+}
+
+/** A new record of a scoped entity for `insertScoped`: its properties, without `accountId` and `livemode`. */
+export interface NewRecord {
+  entity: EntityName<any>;
+  data: Record<string, unknown>;
+}
+
+/**
+ * New records of scoped entities written in one statement (each insert a data-modifying CTE of
+ * the last): one round trip where a flush makes one per table, and no unit of work. For the hot
+ * path's records that are written whole and not changed again in the same transaction (an order
+ * and its `order.created`). Each record's `accountId` and `livemode` are `scope`'s; a property
+ * left out takes its `onCreate` value, 1 for a version, else the column's default; values convert
+ * as the ORM converts them. Runs on `tx`'s connection, so inside its transaction when it has one.
+ */
+export async function insertScoped(tx: EntityManager, scope: Scope, records: readonly NewRecord[]): Promise<void> {
+  if (!records.length) return;
+  const platform = tx.getPlatform();
+  const params: unknown[] = [];
+  const inserts = records.map(({ entity, data }) => {
+    const meta = tx.getMetadata().get(entity);
+    const row: Record<string, unknown> = { ...data, accountId: scope.accountId, livemode: scope.livemode };
+    const fields: string[] = [];
+    for (const prop of meta.props) {
+      if (prop.kind !== 'scalar' || prop.persist === false) continue;
+      let value = row[prop.name];
+      if (value === undefined) value = prop.onCreate ? prop.onCreate(row, tx) : prop.version ? 1 : undefined;
+      if (value === undefined) continue;
+      if (value !== null && prop.customType) value = prop.customType.convertToDatabaseValue(value, platform, { mode: 'query' });
+      fields.push(`"${prop.fieldNames[0]!}"`);
+      params.push(value instanceof Date ? value.toISOString() : value);
+    }
+    return `insert into "${meta.tableName}" (${fields.join(', ')}) values (${fields.map(() => '?').join(', ')})`;
+  });
+  const last = inserts.pop()!;
+  const ctes = inserts.map((sql, i) => `"w${i}" as (${sql})`);
+  await tx.execute(ctes.length ? `with ${ctes.join(', ')} ${last}` : last, params);
 }
 
 /**

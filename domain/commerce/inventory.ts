@@ -55,12 +55,14 @@ export interface StockContext {
 }
 
 export async function setStockContext(tx: EntityManager, ctx: StockContext): Promise<void> {
-  await tx.execute(
-    `select set_config('bp.stock_reason', ?, true), set_config('bp.stock_reference', ?, true),
-            set_config('bp.stock_actor', ?, true), set_config('bp.stock_request', ?, true)`,
-    [ctx.reason, ctx.reference ?? '', ctx.actor ?? '', ctx.requestId ?? ''],
-  );
+  await tx.execute(`select ${SET_STOCK_CONTEXT}`, stockContextParams(ctx));
 }
+
+/** The select list that sets a StockContext (transaction-local), with `stockContextParams`. */
+const SET_STOCK_CONTEXT = `set_config('bp.stock_reason', ?, true), set_config('bp.stock_reference', ?, true),
+  set_config('bp.stock_actor', ?, true), set_config('bp.stock_request', ?, true)`;
+
+const stockContextParams = (ctx: StockContext) => [ctx.reason, ctx.reference ?? '', ctx.actor ?? '', ctx.requestId ?? ''];
 
 interface LevelRow {
   warehouse_id: string;
@@ -336,17 +338,22 @@ export async function reserveAt(
  * For each SKU, the first warehouse (by id) that holds all of `quantities[sku]` units now, read
  * without locking anything; null when some SKU has no such warehouse (its units are split across
  * warehouses, or short). What an order plans here it reserves with `reserveAt` later in its
- * transaction, which re-checks the units on the row it locks.
+ * transaction, which re-checks the units on the row it locks. The same statement sets `context`
+ * for those reservations (as `setStockContext` would, one round trip fewer); with no SKU to plan
+ * there is nothing to reserve, and nothing is set.
  */
-export async function wholeWarehouses(tx: EntityManager, scope: Scope, quantities: ReadonlyMap<string, number>): Promise<Map<string, string> | null> {
+export async function wholeWarehouses(
+  tx: EntityManager, scope: Scope, quantities: ReadonlyMap<string, number>, context: StockContext,
+): Promise<Map<string, string> | null> {
   if (!quantities.size) return new Map();
   // One index probe per SKU (inventory_levels_sku), however many SKUs the account stocks.
   const rows = await tx.execute<{ sku: string; warehouse_id: string | null }[]>(
-    `select t.sku, (select l.warehouse_id from inventory_levels l
+    `with context as materialized (select ${SET_STOCK_CONTEXT})
+     select t.sku, (select l.warehouse_id from inventory_levels l
                      where l.account_id = ? and l.livemode = ? and l.sku = t.sku and l.quantity - l.reserved >= t.quantity
                      order by l.warehouse_id limit 1) as warehouse_id
-       from jsonb_to_recordset(?::jsonb) as t(sku text, quantity int)`,
-    [scope.accountId, scope.livemode, JSON.stringify([...quantities].map(([sku, quantity]) => ({ sku, quantity })))],
+       from context, jsonb_to_recordset(?::jsonb) as t(sku text, quantity int)`,
+    [...stockContextParams(context), scope.accountId, scope.livemode, JSON.stringify([...quantities].map(([sku, quantity]) => ({ sku, quantity })))],
   );
   return rows.every((r) => r.warehouse_id !== null) ? new Map(rows.map((r) => [r.sku, r.warehouse_id!])) : null;
 }

@@ -8,7 +8,7 @@ import {
   cancelOrderUpdate, fulfillOrderUpdate, orderCreatedUpdate, orderStateQuery, orderWorkflowId, type OrderDraft,
 } from '../../workflows/commerce/shared.ts';
 import type { EventConsumer, WorkflowStartRequest } from '../events/consumers.ts';
-import type { Scope } from '../scope.ts';
+import { readScopedById, type Scope } from '../scope.ts';
 import { Order } from './entities.ts';
 import { draftOfOrder, draftOrder, findOrder, orderView, writeOrder, type OrderInput, type OrderView } from './orders.ts';
 
@@ -22,15 +22,19 @@ import { draftOfOrder, draftOrder, findOrder, orderView, writeOrder, type OrderI
  * workflow before the dispatcher got to it (fulfil, cancel, a shipment's label) starts it itself
  * (`withOrderWorkflow`).
  */
+/**
+ * Places an order (POST /v3/orders). `claimedId` is the id an Idempotency-Key's claim chose: an
+ * order with it exists when an earlier attempt placed it, and is answered as it is. Without a key
+ * there is nothing to look for, and the order gets a new id.
+ */
 export async function placeOrder(
-  em: EntityManager, caller: Scope & { keyId: string }, input: OrderInput, requestId: string | null, orderId?: string,
+  em: EntityManager, caller: Scope & { keyId: string }, input: OrderInput, requestId: string | null, claimedId?: string,
 ): Promise<OrderView> {
-  // The id comes from the Idempotency-Key's claim: an order with it exists when an earlier attempt placed it.
-  if (orderId) {
-    const existing = await em.findOne(Order, { id: orderId });
+  if (claimedId) {
+    const existing = await readScopedById(em, caller, Order, claimedId);
     if (existing) return orderView(existing);
   }
-  return writeOrder(em, caller, await draftOrder(em, caller, input, requestId, orderId), { actor: `key:${caller.keyId}` });
+  return writeOrder(em, caller, await draftOrder(em, caller, input, requestId, claimedId), { actor: `key:${caller.keyId}` });
 }
 
 function orderStart(draft: OrderDraft) {

@@ -3,8 +3,8 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { ApiError, conflict, notFound, validationFailed, type FieldError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { orderWorkflowId, type OrderDraft } from '../../workflows/commerce/shared.ts';
-import { recordEvent } from '../events/outbox.ts';
-import { findNewestPerParent, readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
+import { eventRecord, recordEvent } from '../events/outbox.ts';
+import { findNewestPerParent, insertScoped, readScopedById, readScopedOr404, readScopedWhere, scopeColumns, type Scope } from '../scope.ts';
 import type { PageArgs } from './catalog.ts';
 import {
   ORDER_STATUS_GROUPS, Order, Product, Store,
@@ -54,11 +54,12 @@ export interface OrderInput {
 export async function draftOrder(em: EntityManager, scope: Scope, input: OrderInput, requestId: string | null, orderId?: string): Promise<OrderDraft> {
   const errors: FieldError[] = [];
   const skus = [...new Set(input.line_items.map((l) => l.sku))];
-  // Independent reads, side by side (each on its own pooled connection).
+  // Independent reads, side by side (each on its own pooled connection), as prepared statements:
+  // the order only looks at these records, and an EntityManager costs more than the reads.
   const [store, customer, products] = await Promise.all([
-    em.fork().findOne(Store, { id: input.store_id }),
-    em.fork().findOne(Customer, { id: input.customer_id }, { fields: ['id'] }),
-    em.fork().find(Product, { storeId: input.store_id, sku: { $in: skus } }),
+    readScopedById(em, scope, Store, input.store_id),
+    readScopedById(em, scope, Customer, input.customer_id),
+    readScopedWhere(em, scope, Product, { storeId: input.store_id, sku: skus }),
   ]);
   if (!store) errors.push({ path: 'store_id', message: `no store '${input.store_id}' in this account and mode` });
   if (!customer) errors.push({ path: 'customer_id', message: `no customer '${input.customer_id}' in this account and mode` });
@@ -152,20 +153,22 @@ export async function writeOrder(
     const lines: OrderLine[] = draft.lines.map((l) => ({ ...l, allocations: [] }));
     // The ledger's actor: the API key that placed the order (`workflow:` when the workflow writes it).
     const actor = opts.actor ?? `workflow:${orderWorkflowId(draft.orderId)}`;
-    await setStockContext(tx, { reason: 'order_reservation', reference: draft.orderId, actor, requestId: draft.requestId });
+    const context = { reason: 'order_reservation', reference: draft.orderId, actor, requestId: draft.requestId };
     const tracked = new Set(draft.trackedSkus);
     // Reserve in SKU order: two orders for the same SKUs take the row locks in the same order.
     const order = [...lines.keys()]
       .sort((a, b) => (lines[a]!.sku < lines[b]!.sku ? -1 : lines[a]!.sku > lines[b]!.sku ? 1 : a - b))
       .filter((index) => tracked.has(lines[index]!.sku));
-    const planned = reserveLast ? await wholeWarehouses(tx, scope, unitsPerSku(order.map((index) => lines[index]!))) : null;
+    // The plan's statement sets the ledger's context too (a plan that finds nothing to reserve sets none, and needs none).
+    const planned = reserveLast ? await wholeWarehouses(tx, scope, unitsPerSku(order.map((index) => lines[index]!)), context) : null;
+    if (!reserveLast) await setStockContext(tx, context);
     if (planned) {
       for (const index of order) lines[index]!.allocations = [{ warehouse_id: planned.get(lines[index]!.sku)!, quantity: lines[index]!.quantity }];
     } else {
       for (const index of order) lines[index]!.allocations = await reserveStock(tx, scope, lines[index]!.sku, lines[index]!.quantity, draft.requestId);
     }
     const placedAt = new Date(draft.placedAt);
-    const row = tx.create(Order, {
+    const row: Order = {
       id: draft.orderId, ...scopeColumns(scope), storeId: draft.storeId, customerId: draft.customerId, status: 'processing',
       paymentStatus: draft.paymentStatus, totalAmount: draft.total, currency: draft.currency,
       lineItems: lines, shippingAddress: draft.shippingAddress, fulfillmentStatus: 'pending',
@@ -174,18 +177,22 @@ export async function writeOrder(
       workflowId: orderWorkflowId(draft.orderId), workflowConfirmedAt: opts.confirm ? new Date() : null,
       paidAt: draft.paymentStatus === 'paid' ? placedAt : null, paymentId: draft.paymentId,
       fulfilledAt: null, canceledAt: null, cancellationReason: null,
-      metadata: draft.metadata, createdAt: placedAt, updatedAt: placedAt,
-    });
-    recordEvent(tx, scope, { type: 'order.created', object: orderView(row), customerId: row.customerId, requestId: draft.requestId });
-    await tx.flush();
+      metadata: draft.metadata, version: 1, createdAt: placedAt, updatedAt: placedAt,
+    };
+    const view = orderView(row);
+    // The row and its event in one statement (one round trip, no unit of work).
+    await insertScoped(tx, scope, [
+      { entity: Order, data: row },
+      eventRecord({ type: 'order.created', object: view, customerId: row.customerId, requestId: draft.requestId }),
+    ]);
     if (planned) {
       for (const index of order) {
         const line = lines[index]!;
         if (!(await reserveAt(tx, scope, line.allocations[0]!.warehouse_id, line.sku, line.quantity, draft.requestId))) throw new PlanOvertaken();
       }
-      await tx.flush(); // the low-stock events the reservations noted, if any
     }
-    return orderView(row);
+    await tx.flush(); // the low-stock events the reservations noted, if any
+    return view;
   });
   return write(true).catch(async (err: unknown) => {
     if (err instanceof PlanOvertaken) return write(false);

@@ -35,8 +35,8 @@ export const orderRoutes = [
     summary: 'Place an order: reserves stock atomically; its fulfilment workflow starts from order.created',
     permission: 'commerce:write', status: 201,
     body: createOrderBody, response: orderSchema,
-    async handler({ em, auth, body, requestId, resourceId }) {
-      const order = await placeOrder(em(), auth, body, requestId, await resourceId('order'));
+    async handler({ em, auth, body, requestId, resourceId, idempotencyKey }) {
+      const order = await placeOrder(em(), auth, body, requestId, idempotencyKey === null ? undefined : await resourceId('order'));
       return { body: order, headers: { Location: `/v3/orders/${order.id}` } };
     },
   }),

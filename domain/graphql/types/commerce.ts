@@ -126,7 +126,7 @@ builder.mutationField('createOrder', (t) => t.field({
   resolve: async (_root, args, ctx) => {
     requirePermission(ctx, 'commerce:write');
     const body = validInput(createOrderBody, args.input, 'input');
-    const orderId = await ctx.resourceId('order');
-    return placeOrder(ctx.em, ctx.caller, body, ctx.requestId, orderId);
+    const claimedId = ctx.idempotencyKey === null ? undefined : await ctx.resourceId('order');
+    return placeOrder(ctx.em, ctx.caller, body, ctx.requestId, claimedId);
   },
 }));
