@@ -9,3 +9,9 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   if (e?.code !== '23505' && e?.name !== 'UniqueConstraintViolationException') return false;
   return constraint === undefined || e.constraint === constraint || (e.message ?? '').includes(constraint);
 }
+
+/** A refusal of `bp_assert` (migration 0140) with this code, as pg or MikroORM reports it. */
+export function isAssertion(err: unknown, code: string): boolean {
+  const e = err as { code?: string; message?: string } | null | undefined;
+  return e?.code === 'P0001' && (e.message === code || (e.message ?? '').endsWith(` - ${code}`));
+}

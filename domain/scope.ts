@@ -1,5 +1,6 @@
 import { p } from '@mikro-orm/core';
 import type { EntityManager, EntityName, MikroORM } from '@mikro-orm/postgresql';
+import type { Statement } from '../db/pool.ts';
 import { notFound } from '../platform/errors.ts';
 
 /**
@@ -162,16 +163,22 @@ export interface NewRecord {
  */
 export async function insertScoped(tx: EntityManager, scope: Scope, records: readonly NewRecord[]): Promise<void> {
   if (!records.length) return;
-  const platform = tx.getPlatform();
+  const { sql, params } = insertStatement(tx, scope, records);
+  await tx.execute(sql, params);
+}
+
+/** `insertScoped`'s statement, to run with others (`inOneTransaction`). */
+export function insertStatement(em: EntityManager, scope: Scope, records: readonly NewRecord[]): Statement {
+  const platform = em.getPlatform();
   const params: unknown[] = [];
   const inserts = records.map(({ entity, data }) => {
-    const meta = tx.getMetadata().get(entity);
+    const meta = em.getMetadata().get(entity);
     const row: Record<string, unknown> = { ...data, accountId: scope.accountId, livemode: scope.livemode };
     const fields: string[] = [];
     for (const prop of meta.props) {
       if (prop.kind !== 'scalar' || prop.persist === false) continue;
       let value = row[prop.name];
-      if (value === undefined) value = prop.onCreate ? prop.onCreate(row, tx) : prop.version ? 1 : undefined;
+      if (value === undefined) value = prop.onCreate ? prop.onCreate(row, em) : prop.version ? 1 : undefined;
       if (value === undefined) continue;
       if (value !== null && prop.customType) value = prop.customType.convertToDatabaseValue(value, platform, { mode: 'query' });
       fields.push(`"${prop.fieldNames[0]!}"`);
@@ -181,7 +188,7 @@ export async function insertScoped(tx: EntityManager, scope: Scope, records: rea
   });
   const last = inserts.pop()!;
   const ctes = inserts.map((sql, i) => `"w${i}" as (${sql})`);
-  await tx.execute(ctes.length ? `with ${ctes.join(', ')} ${last}` : last, params);
+  return { sql: ctes.length ? `with ${ctes.join(', ')} ${last}` : last, params };
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Statement } from '../../db/pool.ts';
 import { ApiError, notFound, validationFailed, type FieldError } from '../../platform/errors.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { Scope } from '../scope.ts';
@@ -55,14 +56,18 @@ export interface StockContext {
 }
 
 export async function setStockContext(tx: EntityManager, ctx: StockContext): Promise<void> {
-  await tx.execute(`select ${SET_STOCK_CONTEXT}`, stockContextParams(ctx));
+  const { sql, params } = stockContextStatement(ctx);
+  await tx.execute(sql, params);
 }
 
-/** The select list that sets a StockContext (transaction-local), with `stockContextParams`. */
-const SET_STOCK_CONTEXT = `set_config('bp.stock_reason', ?, true), set_config('bp.stock_reference', ?, true),
-  set_config('bp.stock_actor', ?, true), set_config('bp.stock_request', ?, true)`;
-
-const stockContextParams = (ctx: StockContext) => [ctx.reason, ctx.reference ?? '', ctx.actor ?? '', ctx.requestId ?? ''];
+/** `setStockContext`'s statement, to run with others (`inOneTransaction`). */
+export function stockContextStatement(ctx: StockContext): Statement {
+  return {
+    sql: `select set_config('bp.stock_reason', ?, true), set_config('bp.stock_reference', ?, true),
+                 set_config('bp.stock_actor', ?, true), set_config('bp.stock_request', ?, true)`,
+    params: [ctx.reason, ctx.reference ?? '', ctx.actor ?? '', ctx.requestId ?? ''],
+  };
+}
 
 interface LevelRow {
   warehouse_id: string;
@@ -337,25 +342,58 @@ export async function reserveAt(
 /**
  * For each SKU, the first warehouse (by id) that holds all of `quantities[sku]` units now, read
  * without locking anything; null when some SKU has no such warehouse (its units are split across
- * warehouses, or short). What an order plans here it reserves with `reserveAt` later in its
- * transaction, which re-checks the units on the row it locks. The same statement sets `context`
- * for those reservations (as `setStockContext` would, one round trip fewer); with no SKU to plan
- * there is nothing to reserve, and nothing is set.
+ * warehouses, or short). What an order plans here it reserves later (`plannedReservation`), which
+ * re-checks the units on the row it locks.
  */
-export async function wholeWarehouses(
-  tx: EntityManager, scope: Scope, quantities: ReadonlyMap<string, number>, context: StockContext,
-): Promise<Map<string, string> | null> {
+export async function wholeWarehouses(em: EntityManager, scope: Scope, quantities: ReadonlyMap<string, number>): Promise<Map<string, string> | null> {
   if (!quantities.size) return new Map();
   // One index probe per SKU (inventory_levels_sku), however many SKUs the account stocks.
-  const rows = await tx.execute<{ sku: string; warehouse_id: string | null }[]>(
-    `with context as materialized (select ${SET_STOCK_CONTEXT})
-     select t.sku, (select l.warehouse_id from inventory_levels l
+  const rows = await em.execute<{ sku: string; warehouse_id: string | null }[]>(
+    `select t.sku, (select l.warehouse_id from inventory_levels l
                      where l.account_id = ? and l.livemode = ? and l.sku = t.sku and l.quantity - l.reserved >= t.quantity
                      order by l.warehouse_id limit 1) as warehouse_id
-       from context, jsonb_to_recordset(?::jsonb) as t(sku text, quantity int)`,
-    [...stockContextParams(context), scope.accountId, scope.livemode, JSON.stringify([...quantities].map(([sku, quantity]) => ({ sku, quantity })))],
+       from jsonb_to_recordset(?::jsonb) as t(sku text, quantity int)`,
+    [scope.accountId, scope.livemode, JSON.stringify([...quantities].map(([sku, quantity]) => ({ sku, quantity })))],
   );
   return rows.every((r) => r.warehouse_id !== null) ? new Map(rows.map((r) => [r.sku, r.warehouse_id!])) : null;
+}
+
+/** What `plannedReservation` fails with when the row no longer holds the units (bp_assert's code). */
+export const PLAN_OVERTAKEN = 'plan_overtaken';
+
+/**
+ * The statement that reserves `quantity` units of `sku` in `warehouseId` as planned, for a write
+ * in one round trip (`inOneTransaction`): like `reserveAt`, it re-checks the units on the row it
+ * locks, and when they are no longer there it fails with `PLAN_OVERTAKEN`, rolling back everything
+ * written with it. A row whose available stock crosses its reorder point downwards gets its
+ * `inventory.low_stock` in the same statement, with the object `noteLowStock` records
+ * (`eventId`: the event's id, used only then).
+ */
+export function plannedReservation(
+  scope: Scope, warehouseId: string, sku: string, quantity: number, requestId: string | null, eventId: string,
+): Statement {
+  return {
+    sql: `with reserved as (
+            update inventory_levels set reserved = reserved + ?, updated_at = now()
+             where account_id = ? and livemode = ? and warehouse_id = ? and sku = ? and quantity - reserved >= ?
+            returning ${LEVEL_COLUMNS}
+          ), low_stock as (
+            insert into events (id, account_id, livemode, type, data, customer_id, request_id, dispatched_at, customer_metrics, synthetic, created_at)
+            select ?, ?, ?, 'inventory.low_stock', jsonb_build_object('object', jsonb_build_object(
+                     'object', 'inventory_level', 'sku', r.sku, 'warehouse_id', r.warehouse_id, 'quantity', r.quantity,
+                     'reserved', r.reserved, 'available', r.quantity - r.reserved, 'safety_stock', r.safety_stock,
+                     'reorder_point', r.reorder_point, 'location', r.location, 'last_updated', r.last_updated, 'livemode', ?::boolean)),
+                   null, ?, null, null, false, now()
+              from reserved r
+             where r.quantity - r.reserved + ? > r.reorder_point and r.quantity - r.reserved <= r.reorder_point
+          )
+          select bp_assert(exists (select from reserved), ?)`,
+    params: [
+      quantity, scope.accountId, scope.livemode, warehouseId, sku, quantity,
+      eventId, scope.accountId, scope.livemode, scope.livemode, requestId, quantity,
+      PLAN_OVERTAKEN,
+    ],
+  };
 }
 
 /** Gives reserved units back (order canceled). */

@@ -4,7 +4,7 @@ import { ApiError, conflict, notFound, validationFailed, type FieldError } from 
 import { newId } from '../../platform/ids.ts';
 import { orderWorkflowId, type OrderDraft } from '../../workflows/commerce/shared.ts';
 import { eventRecord, recordEvent } from '../events/outbox.ts';
-import { findNewestPerParent, insertScoped, readScopedById, readScopedOr404, readScopedWhere, scopeColumns, type Scope } from '../scope.ts';
+import { findNewestPerParent, insertScoped, insertStatement, readScopedById, readScopedOr404, readScopedWhere, scopeColumns, type Scope } from '../scope.ts';
 import type { PageArgs } from './catalog.ts';
 import {
   ORDER_STATUS_GROUPS, Order, Product, Store,
@@ -13,9 +13,12 @@ import {
 import type { OrderView } from './schemas.ts';
 
 export type { OrderView } from './schemas.ts';
-import { consumeStock, releaseStock, reserveAt, reserveStock, setStockContext, wholeWarehouses } from './inventory.ts';
+import {
+  PLAN_OVERTAKEN, consumeStock, plannedReservation, releaseStock, reserveStock, setStockContext, stockContextStatement, wholeWarehouses,
+} from './inventory.ts';
 import { loadRates, priceIn } from './pricing.ts';
-import { isUniqueViolation } from '../../db/errors.ts';
+import { isAssertion, isUniqueViolation } from '../../db/errors.ts';
+import { inOneTransaction } from '../../db/pool.ts';
 import { Customer } from '../customers/public.ts';
 import { findSucceededPayment } from '../payments/public.ts';
 
@@ -116,15 +119,17 @@ export async function draftOrder(em: EntityManager, scope: Scope, input: OrderIn
  * `order.created` in one transaction. A shortfall on any line rolls the whole order back (409
  * `insufficient_stock`).
  *
- * The reservations come last, just before the commit, when every SKU has a warehouse holding all
- * its units (`wholeWarehouses`, read without locks): the order and its event are written first,
- * with those warehouses as the allocations, so a stock row every order of a hot SKU waits for is
- * locked for one statement and the commit instead of for the inserts too. Each reservation still
- * re-checks the units on the row it locks; if another order took them since the plan, the
- * transaction is rolled back and written again reserving first (`reserveStock`, which also splits a
- * line across warehouses and answers the shortfall). `order.created` is the order workflow's start in the outbox: the
- * commerce consumer starts `order-<id>` from it (order-process.ts). Idempotent: keyed by the order
- * id, a second run rolls back on the primary key and returns the row.
+ * The reservations come last, when every SKU has a warehouse holding all its units
+ * (`wholeWarehouses`, read without locks): the ledger's context, the order and its event, and the
+ * reservations go to PostgreSQL as one message it runs as one transaction (`inOneTransaction`), so
+ * a stock row every order of a hot SKU waits for is locked only while the server reserves and
+ * commits, never while this process is busy with other requests between two statements. Each
+ * reservation still re-checks the units on the row it locks; if another order took them since the
+ * plan, nothing is written and the order is written again reserving first, in a transaction
+ * (`reserveStock`, which also splits a line across warehouses and answers the shortfall).
+ * `order.created` is the order workflow's start in the outbox: the commerce consumer starts
+ * `order-<id>` from it (order-process.ts). Idempotent: keyed by the order id, a second run rolls
+ * back on the primary key and returns the row.
  *
  * `actor` names who placed it in the stock ledger (`key:<id>`). The workflow's first step calls it
  * again with `confirm`: it finds the row and stamps `workflow_confirmed_at` (the workflow exists).
@@ -147,55 +152,47 @@ export async function writeOrder(
     if (found) return orderView(found);
     if (draft.written) throw notFound('order', draft.orderId);
   }
-  // Reserved last where it can be (see `reserveLast`); a plan that another order overtook is written
-  // again the other way, reserving first.
-  const write = (reserveLast: boolean) => em.transactional(async (tx) => {
-    const lines: OrderLine[] = draft.lines.map((l) => ({ ...l, allocations: [] }));
-    // The ledger's actor: the API key that placed the order (`workflow:` when the workflow writes it).
-    const actor = opts.actor ?? `workflow:${orderWorkflowId(draft.orderId)}`;
-    const context = { reason: 'order_reservation', reference: draft.orderId, actor, requestId: draft.requestId };
-    const tracked = new Set(draft.trackedSkus);
-    // Reserve in SKU order: two orders for the same SKUs take the row locks in the same order.
-    const order = [...lines.keys()]
-      .sort((a, b) => (lines[a]!.sku < lines[b]!.sku ? -1 : lines[a]!.sku > lines[b]!.sku ? 1 : a - b))
-      .filter((index) => tracked.has(lines[index]!.sku));
-    // The plan's statement sets the ledger's context too (a plan that finds nothing to reserve sets none, and needs none).
-    const planned = reserveLast ? await wholeWarehouses(tx, scope, unitsPerSku(order.map((index) => lines[index]!)), context) : null;
-    if (!reserveLast) await setStockContext(tx, context);
-    if (planned) {
-      for (const index of order) lines[index]!.allocations = [{ warehouse_id: planned.get(lines[index]!.sku)!, quantity: lines[index]!.quantity }];
-    } else {
-      for (const index of order) lines[index]!.allocations = await reserveStock(tx, scope, lines[index]!.sku, lines[index]!.quantity, draft.requestId);
-    }
-    const placedAt = new Date(draft.placedAt);
-    const row: Order = {
-      id: draft.orderId, ...scopeColumns(scope), storeId: draft.storeId, customerId: draft.customerId, status: 'processing',
-      paymentStatus: draft.paymentStatus, totalAmount: draft.total, currency: draft.currency,
-      lineItems: lines, shippingAddress: draft.shippingAddress, fulfillmentStatus: 'pending',
-      trackingNumber: null, carrier: null,
-      fulfillmentDeadline: new Date(draft.fulfillmentDeadline),
-      workflowId: orderWorkflowId(draft.orderId), workflowConfirmedAt: opts.confirm ? new Date() : null,
-      paidAt: draft.paymentStatus === 'paid' ? placedAt : null, paymentId: draft.paymentId,
-      fulfilledAt: null, canceledAt: null, cancellationReason: null,
-      metadata: draft.metadata, version: 1, createdAt: placedAt, updatedAt: placedAt,
-    };
+  // The ledger's actor: the API key that placed the order (`workflow:` when the workflow writes it).
+  const actor = opts.actor ?? `workflow:${orderWorkflowId(draft.orderId)}`;
+  const context = { reason: 'order_reservation', reference: draft.orderId, actor, requestId: draft.requestId };
+  const tracked = new Set(draft.trackedSkus);
+  // Reserve in SKU order: two orders for the same SKUs take the row locks in the same order.
+  const inSkuOrder = [...draft.lines.keys()]
+    .sort((a, b) => (draft.lines[a]!.sku < draft.lines[b]!.sku ? -1 : draft.lines[a]!.sku > draft.lines[b]!.sku ? 1 : a - b))
+    .filter((index) => tracked.has(draft.lines[index]!.sku));
+  const records = (lines: OrderLine[]) => {
+    const row = orderRow(draft, scope, lines, opts.confirm === true);
     const view = orderView(row);
-    // The row and its event in one statement (one round trip, no unit of work).
-    await insertScoped(tx, scope, [
-      { entity: Order, data: row },
-      eventRecord({ type: 'order.created', object: view, customerId: row.customerId, requestId: draft.requestId }),
-    ]);
-    if (planned) {
-      for (const index of order) {
-        const line = lines[index]!;
-        if (!(await reserveAt(tx, scope, line.allocations[0]!.warehouse_id, line.sku, line.quantity, draft.requestId))) throw new PlanOvertaken();
-      }
-    }
+    return { view, records: [{ entity: Order, data: row }, eventRecord({ type: 'order.created', object: view, customerId: row.customerId, requestId: draft.requestId })] };
+  };
+
+  // Reserved last, with everything else, in one round trip; null when some SKU has no warehouse holding all its units.
+  const placeAsPlanned = async (): Promise<OrderView | null> => {
+    const plan = await wholeWarehouses(em, scope, unitsPerSku(inSkuOrder.map((index) => draft.lines[index]!)));
+    if (!plan) return null;
+    const lines = draft.lines.map((l) => ({ ...l, allocations: tracked.has(l.sku) ? [{ warehouse_id: plan.get(l.sku)!, quantity: l.quantity }] : [] }));
+    const { view, records: written } = records(lines);
+    await inOneTransaction(em, [
+      stockContextStatement(context),
+      insertStatement(em, scope, written),
+      ...inSkuOrder.map((index) => plannedReservation(scope, plan.get(lines[index]!.sku)!, lines[index]!.sku, lines[index]!.quantity, draft.requestId, newId('event'))),
+    ]).catch((err: unknown) => {
+      throw isAssertion(err, PLAN_OVERTAKEN) ? new PlanOvertaken() : err;
+    });
+    return view;
+  };
+  // Reserving first, in a transaction: units split across warehouses or short (409), or a plan another order overtook.
+  const reserveFirst = () => em.transactional(async (tx) => {
+    await setStockContext(tx, context);
+    const lines: OrderLine[] = draft.lines.map((l) => ({ ...l, allocations: [] }));
+    for (const index of inSkuOrder) lines[index]!.allocations = await reserveStock(tx, scope, lines[index]!.sku, lines[index]!.quantity, draft.requestId);
+    const { view, records: written } = records(lines);
+    await insertScoped(tx, scope, written);
     await tx.flush(); // the low-stock events the reservations noted, if any
     return view;
   });
-  return write(true).catch(async (err: unknown) => {
-    if (err instanceof PlanOvertaken) return write(false);
+  return placeAsPlanned().then((view) => view ?? reserveFirst(), async (err: unknown) => {
+    if (err instanceof PlanOvertaken) return reserveFirst();
     throw err;
   }).catch(async (err: unknown) => {
     // Written already (a retry whose first attempt committed): everything above rolled back; the order as it is.
@@ -205,10 +202,26 @@ export async function writeOrder(
   });
 }
 
+/** A new order's row: processing, with `lines` (their allocations made). */
+function orderRow(draft: OrderDraft, scope: Scope, lines: OrderLine[], confirmed: boolean): Order {
+  const placedAt = new Date(draft.placedAt);
+  return {
+    id: draft.orderId, ...scopeColumns(scope), storeId: draft.storeId, customerId: draft.customerId, status: 'processing',
+    paymentStatus: draft.paymentStatus, totalAmount: draft.total, currency: draft.currency,
+    lineItems: lines, shippingAddress: draft.shippingAddress, fulfillmentStatus: 'pending',
+    trackingNumber: null, carrier: null,
+    fulfillmentDeadline: new Date(draft.fulfillmentDeadline),
+    workflowId: orderWorkflowId(draft.orderId), workflowConfirmedAt: confirmed ? new Date() : null,
+    paidAt: draft.paymentStatus === 'paid' ? placedAt : null, paymentId: draft.paymentId,
+    fulfilledAt: null, canceledAt: null, cancellationReason: null,
+    metadata: draft.metadata, version: 1, createdAt: placedAt, updatedAt: placedAt,
+  };
+}
+
 /** Another order took the units a plan counted on between the plan and its reservation (rolled back, written again). */
 class PlanOvertaken extends Error {}
 
-function unitsPerSku(lines: readonly OrderLine[]): Map<string, number> {
+function unitsPerSku(lines: readonly { sku: string; quantity: number }[]): Map<string, number> {
   const units = new Map<string, number>();
   for (const line of lines) units.set(line.sku, (units.get(line.sku) ?? 0) + line.quantity);
   return units;

@@ -9,6 +9,7 @@ import { Migration0008InstallationSettings } from '../../db/migrations/0008-inst
 import { Migration0011CrashSafeIdempotency } from '../../db/migrations/0011-crash-safe-idempotency.ts';
 import { Migration0120InstantAdmission } from '../../db/migrations/0120-instant-admission.ts';
 import { Migration0135EventDispatchClaims } from '../../db/migrations/0135-event-dispatch-claims.ts';
+import { Migration0140Assert } from '../../db/migrations/0140-assert.ts';
 import { defineArea } from '../../platform/area.ts';
 import { Account, ApiKey } from '../accounts/entities.ts';
 import { DomainEvent } from '../events/entities.ts';
@@ -36,6 +37,7 @@ export const platformArea = defineArea({
     { name: '0011-crash-safe-idempotency', class: Migration0011CrashSafeIdempotency },
     { name: '0120-instant-admission', class: Migration0120InstantAdmission },
     { name: '0135-event-dispatch-claims', class: Migration0135EventDispatchClaims },
+    { name: '0140-assert', class: Migration0140Assert },
   ],
   admin: { accounts: accountsRouter, keys: keysRouter },
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { TestPlatform } from '../support/platform.ts';
 import type { Http } from '../support/use-platform.ts';
-import { create, stockOf, stockedProduct, useShopPlatform, type Shop } from './support.ts';
+import { create, orderBody, stockOf, stockedProduct, useShopPlatform, type Shop } from './support.ts';
 
 let platform: TestPlatform;
 let http: Http;
@@ -64,6 +64,42 @@ describe('PUT /v3/inventory/{sku}/stock', () => {
     const events = await platform.sql<{ data: any }>(`select data from events where type = 'inventory.low_stock' and data->'object'->>'sku' = 'INV-LOW'`);
     expect(events).toHaveLength(1);
     expect(events[0]!.data.object).toMatchObject({ object: 'inventory_level', sku: 'INV-LOW', available: 3, reorder_point: 3, warehouse_id: shop.warehouseId });
+  });
+
+  it('records it when orders reserve down to the reorder point, once, alike when the order reserved last or first', async () => {
+    const second = await create(http, key, '/v3/warehouses', { name: 'Second' });
+    // INV-ORD-A: all units in one warehouse, so an order plans it and reserves it last, with its
+    // writes in one round trip (the event in SQL); INV-ORD-B: split over two, so an order reserves
+    // it first, warehouse by warehouse (the event from noteLowStock).
+    await stockedProduct(http, key, shop, 'INV-ORD-A', 4, { inventory: { reorder_point: 1 } });
+    await stockedProduct(http, key, shop, 'INV-ORD-B', 3, { inventory: { reorder_point: 1 } });
+    await put('INV-ORD-B', { warehouse_id: second.id, quantity: 3, operation: 'set' });
+    const order = async (sku: string, quantity: number) => {
+      const res = await http('/v3/orders', { key, body: orderBody(shop, [{ sku, quantity }]) });
+      expect(res.status, res.text).toBe(201);
+      return res.body;
+    };
+    const crossing = await order('INV-ORD-A', 3); // 4 → 1 available: crosses
+    await order('INV-ORD-A', 1); // 1 → 0: still low, no repeat
+    await order('INV-ORD-B', 4); // 3 + 3 → one warehouse emptied (crosses), 1 taken from the other (2 left: above)
+    const lowStock = (sku: string) => platform.sql<{ data: any; request_id: string | null }>(
+      `select data, request_id from events where type = 'inventory.low_stock' and data->'object'->>'sku' = $1`, [sku]);
+    const [a, more] = await lowStock('INV-ORD-A');
+    expect(more).toBeUndefined();
+    expect(a!.data).toEqual({
+      object: {
+        object: 'inventory_level', sku: 'INV-ORD-A', warehouse_id: shop.warehouseId, quantity: 4, reserved: 3, available: 1,
+        safety_stock: 0, reorder_point: 1, location: null, last_updated: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/), livemode: false,
+      },
+    });
+    expect(a!.request_id).toMatch(/^req_/);
+    const b = await lowStock('INV-ORD-B');
+    expect(b).toHaveLength(1);
+    const shape = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, v === null ? 'null' : typeof v]));
+    expect(shape(b[0]!.data.object)).toEqual(shape(a!.data.object));
+    expect(b[0]!.data.object).toMatchObject({ sku: 'INV-ORD-B', available: 0, reorder_point: 1 });
+    expect((await stockOf(platform, key, 'INV-ORD-A'))).toEqual({ quantity: 4, reserved: 4 });
+    expect(crossing.line_items[0].allocations).toEqual([{ warehouse_id: shop.warehouseId, quantity: 3 }]);
   });
 });
 
