@@ -42,8 +42,8 @@ export async function startEventDispatchTrigger(opts: {
   workflowTaskTimeoutMs?: number;
   /** Heartbeat timeout of the dispatcher's activity (see DispatcherInput). */
   heartbeatTimeoutMs?: number;
-  /** One dispatcher pass in this process (domain/events/dispatch.ts with the worker's services), taking the oldest or the newest events. */
-  dispatch(batchSize: number, take: 'oldest' | 'newest'): Promise<DispatchBatchResult>;
+  /** One dispatcher pass in this process (domain/events/dispatch.ts with the worker's services). */
+  dispatch(batchSize: number): Promise<DispatchBatchResult>;
   /** Passes of this process at once, and events per pass. */
   passes: number;
   batchSize: number;
@@ -72,21 +72,17 @@ export async function startEventDispatchTrigger(opts: {
 
   let active = 0;
   let wanted = false;
-  // The fresh lane: with two passes or more, one of them at a time takes the newest events, so an
-  // event committed during a backlog (an order burst's order.created events, each starting a
-  // workflow) waits for one pass, not for the backlog; the others drain it oldest first.
-  let freshLane = false;
   const running = new Set<Promise<void>>();
   let retryTimer: NodeJS.Timeout | undefined;
   let expiryTimer: NodeJS.Timeout | undefined;
 
-  const runPasses = async (take: 'oldest' | 'newest') => {
+  const runPasses = async () => {
     try {
       while (wanted && !stopped) {
         wanted = false;
         let result: DispatchBatchResult;
         try {
-          result = await opts.dispatch(opts.batchSize, take);
+          result = await opts.dispatch(opts.batchSize);
         } catch (err) {
           if (stopped) return;
           opts.logger.warn('event dispatch pass failed; trying again shortly', { error: err });
@@ -102,17 +98,13 @@ export async function startEventDispatchTrigger(opts: {
       }
     } finally {
       active--;
-      if (take === 'newest') freshLane = false;
       if (active === 0 && !stopped) void armExpiryCheck();
     }
   };
   const spawn = () => {
     if (stopped || active >= opts.passes) return;
     active++;
-    // The first pass of a quiet process takes the oldest; a second one, beside it, the newest.
-    const take = active > 1 && !freshLane ? 'newest' : 'oldest';
-    if (take === 'newest') freshLane = true;
-    const pass = runPasses(take);
+    const pass = runPasses();
     running.add(pass);
     void pass.finally(() => running.delete(pass));
   };

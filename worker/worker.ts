@@ -222,7 +222,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
     workflowTaskTimeoutMs: config.EVENT_WORKFLOW_TASK_TIMEOUT_MS, logger: opts.logger,
     heartbeatTimeoutMs: dispatchClaimMs,
     passes: config.EVENT_DISPATCH_PASSES, batchSize: config.EVENT_DISPATCH_BATCH,
-    dispatch: (batchSize, take) => dispatchPendingEvents(dispatchDepsOf(deps, { claimMs: dispatchClaimMs }), batchSize, take),
+    dispatch: (batchSize) => dispatchPendingEvents(dispatchDepsOf(deps, { claimMs: dispatchClaimMs }), batchSize),
   });
   opts.logger.info('workers polling', { queues });
   let stopping: Promise<void> | null = null;

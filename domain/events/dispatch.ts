@@ -53,8 +53,8 @@ const START_CONCURRENCY = 32;
 const PLAN_CONCURRENCY = 8;
 
 /**
- * One pass over the outbox: reads up to `batchSize` undispatched events (oldest first, or newest
- * first with `take`, across accounts — the dispatcher is the one reader that is not confined to a scope; each consumer
+ * One pass over the outbox: reads up to `batchSize` undispatched events (oldest first, across
+ * accounts — the dispatcher is the one reader that is not confined to a scope; each consumer
  * plans with an EntityManager scoped to the event's account and mode), stores the customer
  * metrics of events about a customer, starts every planned workflow under its deterministic id
  * (reject-duplicate, so an event seen twice starts nothing twice), and only then marks the events
@@ -63,17 +63,17 @@ const PLAN_CONCURRENCY = 8;
  * An event whose metrics, planning or start failed stays undispatched too, and is taken again
  * once its claim (no longer renewed) expires.
  */
-export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: number, take: 'oldest' | 'newest' = 'oldest'): Promise<DispatchBatchResult> {
+export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: number): Promise<DispatchBatchResult> {
   const pool = await nativePool(deps.orm);
   const claim = randomUUID();
-  // Oldest first (or newest first: the fresh lane, see worker/event-dispatch.ts); events another
-  // pass holds (a live claim, or a row being claimed right now) are skipped, so passes in parallel
-  // (in this process, in others, the sweeper's activity) share the outbox without taking one event twice.
+  // Oldest first; events another pass holds (a live claim, or a row being claimed right now) are
+  // skipped, so passes in parallel (in this process, in others, the sweeper's activity) share the
+  // outbox without taking one event twice.
   const { rows } = await pool.query<EventRow>(
     `update events e set dispatch_claim = $2, dispatch_claimed_until = clock_timestamp() + $3 * interval '1 millisecond'
        from (select id from events
               where dispatched_at is null and (dispatch_claimed_until is null or dispatch_claimed_until < clock_timestamp())
-              order by id ${take === 'newest' ? 'desc' : ''} limit $1 for no key update skip locked) c
+              order by id limit $1 for no key update skip locked) c
       where e.id = c.id
      returning e.id, e.account_id, e.livemode, e.type, e.data, e.customer_id, e.request_id, e.customer_metrics, e.created_at`,
     [batchSize, claim, deps.claimMs],

@@ -92,22 +92,6 @@ describe('dispatcher passes at once', () => {
     }
   });
 
-  it('take the newest events in the fresh lane and the oldest in the others: an event recorded during a backlog waits for one pass', async () => {
-    const { receiver } = await endpointWithReceiver();
-    const backlog = await recordOrders(12, 'backlog');
-    const fresh = await recordOrders(3, 'fresh');
-    const d = deps();
-    expect((await dispatchPendingEvents(d, 3, 'newest')).events).toBe(3);
-    expect(receiver.received.map((r) => r.headers['webhook-id']).toSorted()).toEqual(fresh.toSorted());
-    expect(await undispatched(fresh)).toBe(0);
-    expect(await undispatched(backlog)).toBe(12);
-    expect((await dispatchPendingEvents(d, 5)).events).toBe(5);
-    expect(await undispatched(backlog.slice(0, 5))).toBe(0);
-    expect(await undispatched(backlog.slice(5))).toBe(7);
-    while ((await dispatchPendingEvents(d, 10)).events > 0);
-    expect(await undispatched(backlog)).toBe(0);
-  });
-
   it("leave an event another pass holds alone, and take it again once that pass's claim expires", async () => {
     const { receiver, endpointId } = await endpointWithReceiver();
     const [eventId] = await recordOrders(1, 'crashed');
