@@ -19,7 +19,9 @@ const placeOrder = (body: unknown) => http('/v3/orders', { key, body });
 describe('POST /v3/orders', () => {
   it('reserves stock, answers in the spec shape, and order.created starts order-<id> with search attributes', async () => {
     await stockedProduct(http, key, shop, 'ORD-MUG', 5, { price: 1250, variants: [{ name: 'Large', price: 1500, features: [] }] });
-    const res = await placeOrder(orderBody(shop, [{ sku: 'ORD-MUG', quantity: 2 }, { sku: 'ORD-MUG', quantity: 1, variant: 'Large' }], { metadata: { ref: 'A1' } }));
+    // Values the one-message write inlines as literals: quotes, a backslash, a `?` and a semicolon come back as sent.
+    const metadata = { ref: 'A1', note: 'O\'Brien? \\ "quoted"; select 1' };
+    const res = await placeOrder(orderBody(shop, [{ sku: 'ORD-MUG', quantity: 2 }, { sku: 'ORD-MUG', quantity: 1, variant: 'Large' }], { metadata }));
     expect(res.status).toBe(201);
     const order = res.body;
     expect(res.headers.get('location')).toBe(`/v3/orders/${order.id}`);
@@ -32,7 +34,7 @@ describe('POST /v3/orders', () => {
       ],
       shipping_address: { city: 'Springfield', country: 'US' },
       fulfillment: { status: 'pending', tracking_number: null },
-      workflow_id: `order-${order.id}`, metadata: { ref: 'A1' },
+      workflow_id: `order-${order.id}`, metadata,
     });
     expect(order.id).toMatch(/^ord_/);
     expect(await stockOf(platform, key, 'ORD-MUG')).toEqual({ quantity: 5, reserved: 3 });

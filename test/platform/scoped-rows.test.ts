@@ -75,7 +75,9 @@ describe('readScopedWhere', () => {
       categories: ['mugs', 'a,b'], variants: [], trackQuantity: true, unlimited: false, reorderPoint: 0, safetyStock: 0, active: true,
       metadata: {},
     });
-    const mine = [product('S-1'), product('S-2'), product('S-3'), product('S-1', second.storeId)];
+    // SKUs are free text: an array parameter's quoting must hold for commas, quotes, braces and backslashes.
+    const odd = 'S,"{4}\\ ?';
+    const mine = [product('S-1'), product('S-2'), product('S-3'), product('S-1', second.storeId), product(odd)];
     await insertScoped(scopedEm(platform.orm, scope), scope, mine.map((data) => ({ entity: Product, data })));
     await insertScoped(scopedEm(platform.orm, other), other, [{ entity: Product, data: product('S-2', theirs.storeId) }]);
     const live = { ...scope, livemode: true };
@@ -85,6 +87,7 @@ describe('readScopedWhere', () => {
     expect(found.map((p) => p.sku).sort()).toEqual(['S-1', 'S-2']);
     expect(found.find((p) => p.sku === 'S-1')).toMatchObject({ ...mine[0], accountId: scope.accountId, livemode: false });
     expect(Object.isFrozen(found[0])).toBe(true);
+    expect((await readScopedWhere(platform.orm, scope, Product, { storeId: first.storeId, sku: [odd, 'S-3'] })).map((p) => p.sku).sort()).toEqual(['S-3', odd].sort());
     // Another account's store id, or the same account's other mode, finds nothing from this scope.
     expect(await readScopedWhere(platform.orm, scope, Product, { storeId: theirs.storeId, sku: ['S-2'] })).toEqual([]);
     expect(await readScopedWhere(platform.orm, scope, Product, { storeId: liveShop.storeId, sku: ['S-2'] })).toEqual([]);
