@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Statement } from '../../db/pool.ts';
 import { ApiError, notFound, validationFailed, type FieldError } from '../../platform/errors.ts';
+import { newId } from '../../platform/ids.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { Scope } from '../scope.ts';
 import type { Allocation } from './entities.ts';
@@ -323,20 +324,15 @@ export async function reserveStock(
 
 /**
  * Reserves `quantity` units of `sku` in one warehouse: one conditional UPDATE that locks the row
- * and only succeeds while it still has the units. False (nothing changed) when it has not.
+ * and only succeeds while it still has the units. False (nothing changed) when it has not. The
+ * same statement as `plannedReservation`, answering instead of failing.
  */
 export async function reserveAt(
   tx: EntityManager, scope: Scope, warehouseId: string, sku: string, quantity: number, requestId: string | null,
 ): Promise<boolean> {
-  const [row] = await tx.execute<LevelRow[]>(
-    `update inventory_levels set reserved = reserved + ?, updated_at = now()
-      where account_id = ? and livemode = ? and warehouse_id = ? and sku = ? and quantity - reserved >= ?
-      returning ${LEVEL_COLUMNS}`,
-    [quantity, scope.accountId, scope.livemode, warehouseId, sku, quantity],
-  );
-  if (!row) return false;
-  noteLowStock(tx, scope, row, { available: row.quantity - row.reserved + quantity, reorder_point: row.reorder_point }, requestId);
-  return true;
+  const { sql, params } = reservation(scope, warehouseId, sku, quantity, requestId, 'answer');
+  const [row] = await tx.execute<{ reserved: boolean }[]>(sql, params);
+  return row!.reserved;
 }
 
 /**
@@ -365,12 +361,20 @@ export const PLAN_OVERTAKEN = 'plan_overtaken';
  * The statement that reserves `quantity` units of `sku` in `warehouseId` as planned, for a write
  * in one round trip (`inOneTransaction`): like `reserveAt`, it re-checks the units on the row it
  * locks, and when they are no longer there it fails with `PLAN_OVERTAKEN`, rolling back everything
- * written with it. A row whose available stock crosses its reorder point downwards gets its
- * `inventory.low_stock` in the same statement, with the object `noteLowStock` records
- * (`eventId`: the event's id, used only then).
+ * written with it.
  */
-export function plannedReservation(
-  scope: Scope, warehouseId: string, sku: string, quantity: number, requestId: string | null, eventId: string,
+export function plannedReservation(scope: Scope, warehouseId: string, sku: string, quantity: number, requestId: string | null): Statement {
+  return reservation(scope, warehouseId, sku, quantity, requestId, 'fail');
+}
+
+/**
+ * One conditional reservation (the row's units re-checked under its lock). A row whose available
+ * stock crosses its reorder point downwards gets its `inventory.low_stock` in the same statement,
+ * with the object `noteLowStock` records. `onShort`: fail (`bp_assert`, PLAN_OVERTAKEN) or answer
+ * `reserved: false`.
+ */
+function reservation(
+  scope: Scope, warehouseId: string, sku: string, quantity: number, requestId: string | null, onShort: 'fail' | 'answer',
 ): Statement {
   return {
     sql: `with reserved as (
@@ -387,11 +391,11 @@ export function plannedReservation(
               from reserved r
              where r.quantity - r.reserved + ? > r.reorder_point and r.quantity - r.reserved <= r.reorder_point
           )
-          select bp_assert(exists (select from reserved), ?)`,
+          select ${onShort === 'fail' ? 'bp_assert(exists (select from reserved), ?)' : 'exists (select from reserved) as reserved'}`,
     params: [
       quantity, scope.accountId, scope.livemode, warehouseId, sku, quantity,
-      eventId, scope.accountId, scope.livemode, scope.livemode, requestId, quantity,
-      PLAN_OVERTAKEN,
+      newId('event'), scope.accountId, scope.livemode, scope.livemode, requestId, quantity,
+      ...(onShort === 'fail' ? [PLAN_OVERTAKEN] : []),
     ],
   };
 }

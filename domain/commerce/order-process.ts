@@ -21,9 +21,8 @@ import { draftOfOrder, draftOrder, findOrder, orderView, writeOrder, type OrderI
  * workflow's first step stamps `workflow_confirmed_at`. Anything that must go through the
  * workflow before the dispatcher got to it (fulfil, cancel, a shipment's label) starts it itself
  * (`withOrderWorkflow`).
- */
-/**
- * Places an order (POST /v3/orders). `claimedId` is the id an Idempotency-Key's claim chose: an
+ *
+ * `placeOrder` places one (POST /v3/orders). `claimedId` is the id an Idempotency-Key's claim chose: an
  * order with it exists when an earlier attempt placed it, and is answered as it is. Without a key
  * there is nothing to look for, and the order gets a new id.
  */

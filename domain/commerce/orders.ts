@@ -175,7 +175,7 @@ export async function writeOrder(
     await inOneTransaction(em, [
       stockContextStatement(context),
       insertStatement(em, scope, written),
-      ...inSkuOrder.map((index) => plannedReservation(scope, plan.get(lines[index]!.sku)!, lines[index]!.sku, lines[index]!.quantity, draft.requestId, newId('event'))),
+      ...inSkuOrder.map((index) => plannedReservation(scope, plan.get(lines[index]!.sku)!, lines[index]!.sku, lines[index]!.quantity, draft.requestId)),
     ]).catch((err: unknown) => {
       throw isAssertion(err, PLAN_OVERTAKEN) ? new PlanOvertaken() : err;
     });
