@@ -70,7 +70,8 @@ describe('PUT /v3/inventory/{sku}/stock', () => {
     const second = await create(http, key, '/v3/warehouses', { name: 'Second' });
     // INV-ORD-A: all units in one warehouse, so an order plans it and reserves it last, with its
     // writes in one round trip (the event in SQL); INV-ORD-B: split over two, so an order reserves
-    // it first, warehouse by warehouse (the event from noteLowStock).
+    // it first, warehouse by warehouse (reserveAt, the same statement answering instead of failing).
+    // INV-ORD-C's event comes from a stock update (noteLowStock, in TypeScript): the object all three share.
     await stockedProduct(http, key, shop, 'INV-ORD-A', 4, { inventory: { reorder_point: 1 } });
     await stockedProduct(http, key, shop, 'INV-ORD-B', 3, { inventory: { reorder_point: 1 } });
     await put('INV-ORD-B', { warehouse_id: second.id, quantity: 3, operation: 'set' });
@@ -98,6 +99,11 @@ describe('PUT /v3/inventory/{sku}/stock', () => {
     const shape = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, v === null ? 'null' : typeof v]));
     expect(shape(b[0]!.data.object)).toEqual(shape(a!.data.object));
     expect(b[0]!.data.object).toMatchObject({ sku: 'INV-ORD-B', available: 0, reorder_point: 1 });
+    await stockedProduct(http, key, shop, 'INV-ORD-C', 3, { inventory: { reorder_point: 1 } });
+    await put('INV-ORD-C', { warehouse_id: shop.warehouseId, quantity: 2, operation: 'subtract' });
+    const [c] = await lowStock('INV-ORD-C');
+    expect(shape(c!.data.object)).toEqual(shape(a!.data.object));
+    expect(c!.data.object).toMatchObject({ sku: 'INV-ORD-C', available: 1, reorder_point: 1, livemode: false });
     expect((await stockOf(platform, key, 'INV-ORD-A'))).toEqual({ quantity: 4, reserved: 4 });
     expect(crossing.line_items[0].allocations).toEqual([{ warehouse_id: shop.warehouseId, quantity: 3 }]);
   });
