@@ -106,9 +106,13 @@ function weightSql(typeColumn: string): string {
   return `(case ${typeColumn} ${arms} else ${DEFAULT_WEIGHT} end)`;
 }
 
-/** SQL for the decay factor of a timestamp column at `now` (bound as the first `?` it contains). */
+/**
+ * SQL for the decay factor of a timestamp column at `now` (bound as the first `?` it contains), in
+ * float8 throughout: `extract(epoch …)` is numeric, and numeric `power()` over every row made this
+ * the costliest part of an event's dispatch (57–61 ms against 3–4 ms for 10,000 orders).
+ */
 const decaySql = (column: string) =>
-  `power(0.5, greatest(0, extract(epoch from (?::timestamptz - ${column}))) / ${(DAY_MS / 1000) * HALF_LIFE_DAYS})`;
+  `power(0.5::float8, greatest(0::float8, date_part('epoch', ?::timestamptz - ${column})) / ${(DAY_MS / 1000) * HALF_LIFE_DAYS})`;
 const epochMs = (expr: string) => `(extract(epoch from ${expr}) * 1000)::float8`;
 
 interface SummaryRow { customer_id: string; n: number; engagement: number | null; first_ms: number | null; last_ms: number | null; purchases?: number; flag?: boolean }
