@@ -34,3 +34,22 @@ export function batcher<T>(flush: (items: T[]) => Promise<void>): (item: T) => P
     if (!flushing) void run();
   });
 }
+
+/** Runs the functions it is given at most `limit` at once, the others waiting in the order they came. */
+export type Limiter = <T>(fn: () => Promise<T>) => Promise<T>;
+
+export function limiter(limit: number): Limiter {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return async (fn) => {
+    if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
+    else running++;
+    try {
+      return await fn();
+    } finally {
+      const next = waiting.shift();
+      if (next) next(); // the slot passes on as it is
+      else running--;
+    }
+  };
+}

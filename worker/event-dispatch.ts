@@ -16,6 +16,12 @@ export interface EventDispatchTrigger {
 const RECONNECT_MS = 1000;
 /** After a pass that threw (the database away): the next one no sooner than this. */
 const PASS_RETRY_MS = 1000;
+/**
+ * Passes that have planned and wait for their workflow starts, at most (the starts of all of them
+ * share the process's start limit): beyond it, claiming waits for one to finish, so a burst's
+ * claimed-but-unstarted events stay bounded (this many batches).
+ */
+const MAX_FINISHING_PASSES = 40;
 /** A claim's expiry is checked this much after it is due (clock steps between processes and PostgreSQL). */
 const EXPIRY_SLACK_MS = 50;
 
@@ -23,10 +29,11 @@ const EXPIRY_SLACK_MS = 50;
  * Delivers events as soon as they commit, without a Temporal call on any request path or between
  * the commit and the delivery: every transaction that writes events fires `NOTIFY bp_events` when
  * it commits (a trigger, so events recorded by the API, by activities or by scripts are all seen),
- * and each worker process LISTENs and runs dispatcher passes itself (`dispatch`, up to `passes` at
- * once, each claiming up to `batchSize` events: passes in this process and in others never take
- * the same event). Notifications that arrive while every pass is busy are coalesced into the next
- * pass. When its passes go idle, the process also runs one when the earliest claim of another pass
+ * and each worker process LISTENs and runs dispatcher passes itself (`dispatch`, up to `passes`
+ * claiming and planning at once, each claiming up to `batchSize` events: passes in this process and
+ * in others never take the same event; a pass that has planned waits for its workflow starts
+ * beside the next ones, under the process's start limit). Notifications that arrive while every
+ * pass is busy are coalesced into the next pass. When its passes go idle, the process also runs one when the earliest claim of another pass
  * expires (a pass lost with its process). The dispatcher workflow (started here with
  * signal-with-start when the listener starts) sweeps the outbox every `sweepMs` on top, so a lost
  * notification, a listener that is reconnecting or a process without passes costs at most that.
@@ -42,8 +49,13 @@ export async function startEventDispatchTrigger(opts: {
   workflowTaskTimeoutMs?: number;
   /** Heartbeat timeout of the dispatcher's activity (see DispatcherInput). */
   heartbeatTimeoutMs?: number;
-  /** One dispatcher pass in this process (domain/events/dispatch.ts with the worker's services). */
-  dispatch(batchSize: number): Promise<DispatchBatchResult>;
+  /**
+   * One dispatcher pass in this process (domain/events/dispatch.ts with the worker's services). It
+   * calls `planned` once only workflow starts are left (see DispatchDeps.planned): the pass's place
+   * goes to the next claim then, so events are claimed and planned (a webhook's first attempt made)
+   * at the pace of planning, not of the workflow starts behind them.
+   */
+  dispatch(batchSize: number, planned: (more: boolean) => void): Promise<DispatchBatchResult>;
   /** Passes of this process at once, and events per pass. */
   passes: number;
   batchSize: number;
@@ -73,16 +85,23 @@ export async function startEventDispatchTrigger(opts: {
   let active = 0;
   let wanted = false;
   const running = new Set<Promise<void>>();
+  /** Passes past their planning, waiting for their workflow starts (see `opts.dispatch`). */
+  const finishing = new Set<Promise<void>>();
   let retryTimer: NodeJS.Timeout | undefined;
   let expiryTimer: NodeJS.Timeout | undefined;
+  const idle = () => active === 0 && finishing.size === 0;
 
   const runPasses = async () => {
     try {
       while (wanted && !stopped) {
         wanted = false;
-        let result: DispatchBatchResult;
+        while (finishing.size >= MAX_FINISHING_PASSES) await Promise.race(finishing);
+        let handOff!: (more: boolean) => void;
+        const planned = new Promise<boolean>((resolve) => (handOff = resolve));
+        const pass = opts.dispatch(opts.batchSize, handOff);
+        let more: boolean;
         try {
-          result = await opts.dispatch(opts.batchSize);
+          more = await Promise.race([planned, pass.then((result) => result.more)]);
         } catch (err) {
           if (stopped) return;
           opts.logger.warn('event dispatch pass failed; trying again shortly', { error: err });
@@ -90,15 +109,23 @@ export async function startEventDispatchTrigger(opts: {
           retryTimer = setTimeout(kick, PASS_RETRY_MS);
           return;
         }
+        // Planned: its starts go on beside the next pass, which may claim now.
+        const rest = pass.then(() => undefined, (err: unknown) => {
+          if (!stopped) opts.logger.warn('event dispatch pass failed after planning; its events are taken again when its claim expires', { error: err });
+        }).finally(() => {
+          finishing.delete(rest);
+          if (idle() && !stopped) void armExpiryCheck();
+        });
+        finishing.add(rest);
         // A full batch: more are waiting; another pass takes the next ones beside this one.
-        if (result.more) {
+        if (more) {
           wanted = true;
           spawn();
         }
       }
     } finally {
       active--;
-      if (active === 0 && !stopped) void armExpiryCheck();
+      if (idle() && !stopped) void armExpiryCheck();
     }
   };
   const spawn = () => {
@@ -119,7 +146,7 @@ export async function startEventDispatchTrigger(opts: {
     } catch {
       return; // the sweep covers it
     }
-    if (ms === null || stopped || active > 0) return;
+    if (ms === null || stopped || !idle()) return;
     clearTimeout(expiryTimer);
     expiryTimer = setTimeout(kick, ms + EXPIRY_SLACK_MS);
   };
@@ -180,6 +207,7 @@ export async function startEventDispatchTrigger(opts: {
         await releaseListener?.();
       }
       await Promise.all([...running, sweeperStart]);
+      await Promise.all([...finishing]);
     },
   };
 }

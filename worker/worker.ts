@@ -16,7 +16,8 @@ import { Client } from '@temporalio/client';
 import { closeSenderConnections } from '../domain/webhooks/sender.ts';
 import type { Config } from '../platform/config.ts';
 import { startEventDispatchTrigger } from './event-dispatch.ts';
-import { dispatchPendingEvents } from '../domain/events/dispatch.ts';
+import { START_CONCURRENCY, dispatchPendingEvents } from '../domain/events/dispatch.ts';
+import { limiter } from '../platform/concurrency.ts';
 import { dispatchDepsOf } from '../activities/platform/events.ts';
 import { activitiesOf, buildServices, customerMetrics, eventConsumers, workerAreas, workflowModules } from '../domain/registry.ts';
 import { activityRefusals } from './activity-refusals.ts';
@@ -217,12 +218,15 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   // retry (its claim, or the sweeper activity's heartbeat, expires), but not sooner than 5 s (a pass
   // also plans and starts between renewals).
   const dispatchClaimMs = Math.max(5000, config.WEBHOOK_HEARTBEAT_TIMEOUT_MS);
+  // One limit for the workflow starts of all this process's passes: a pass that has planned hands
+  // its place to the next claim, and the starts of every such pass take their turns here.
+  const dispatchStarts = limiter(START_CONCURRENCY);
   const eventDispatch = await startEventDispatchTrigger({
     orm: opts.orm, client, taskQueuePrefix: opts.taskQueuePrefix, taskQueue: deps.taskQueue('platform'), sweepMs: config.EVENT_DISPATCH_SWEEP_MS,
     workflowTaskTimeoutMs: config.EVENT_WORKFLOW_TASK_TIMEOUT_MS, logger: opts.logger,
     heartbeatTimeoutMs: dispatchClaimMs,
     passes: config.EVENT_DISPATCH_PASSES, batchSize: config.EVENT_DISPATCH_BATCH,
-    dispatch: (batchSize) => dispatchPendingEvents(dispatchDepsOf(deps, { claimMs: dispatchClaimMs }), batchSize),
+    dispatch: (batchSize, planned) => dispatchPendingEvents(dispatchDepsOf(deps, { claimMs: dispatchClaimMs, startLimit: dispatchStarts, planned }), batchSize),
   });
   opts.logger.info('workers polling', { queues });
   let stopping: Promise<void> | null = null;

@@ -10,7 +10,7 @@ export type EventActivityDeps = ActivityDeps;
  * What a dispatcher pass needs from a worker's dependencies: the sweep below and the passes every
  * worker process runs when events commit (worker/worker.ts) are the same pass.
  */
-export function dispatchDepsOf(deps: EventActivityDeps, pass: Pick<DispatchDeps, 'claimMs' | 'heartbeat'>): DispatchDeps {
+export function dispatchDepsOf(deps: EventActivityDeps, pass: Pick<DispatchDeps, 'claimMs' | 'heartbeat' | 'startLimit' | 'planned'>): DispatchDeps {
   return {
     orm: deps.orm, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger,
     consumers: deps.eventConsumers, customerMetrics: deps.customerMetrics,

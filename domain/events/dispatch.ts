@@ -4,7 +4,7 @@ import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/c
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Pool } from 'pg';
 import { nativePool } from '../../db/pool.ts';
-import { mapLimit } from '../../platform/concurrency.ts';
+import { limiter, mapLimit, type Limiter } from '../../platform/concurrency.ts';
 import type { Logger } from '../../platform/logger.ts';
 import { scopedEm } from '../scope.ts';
 import type {
@@ -33,6 +33,18 @@ export interface DispatchDeps {
    * a pass lost with its process leaves its events to the next pass after this.
    */
   claimMs: number;
+  /**
+   * Workflow starts in flight at once, shared by the passes that hold it (a worker process's
+   * passes share one); default: `START_CONCURRENCY` for this pass alone.
+   */
+  startLimit?: Limiter;
+  /**
+   * Called once the pass has claimed its events, stored their metrics, planned them and made the
+   * consumers' first steps (a webhook's first attempt): what is left are workflow starts, which
+   * take their turn under `startLimit`. The caller may claim the next events beside them then.
+   * `more`: the claim was a full batch.
+   */
+  planned?: (more: boolean) => void;
 }
 
 interface EventRow {
@@ -48,7 +60,7 @@ interface EventRow {
 }
 
 /** Workflow starts in flight at once (each is one round trip to Temporal). */
-const START_CONCURRENCY = 32;
+export const START_CONCURRENCY = 32;
 /** Events planned at once (consumers read the database; reads on one scoped EntityManager may overlap). */
 const PLAN_CONCURRENCY = 8;
 
@@ -197,9 +209,11 @@ async function dispatchClaimed(
   const toStart = await runFirstSteps(deps, planned, failedIds);
 
   const tFirst = lap();
+  deps.planned?.(rows.length === batchSize && failedIds.size === 0);
   let started = 0;
   let alreadyStarted = 0;
-  await mapLimit(toStart, START_CONCURRENCY, async ({ eventId, request }) => {
+  const startLimit = deps.startLimit ?? limiter(START_CONCURRENCY);
+  await Promise.all(toStart.map(({ eventId, request }) => startLimit(async () => {
     if (failedIds.has(eventId)) return;
     deps.heartbeat?.();
     try {
@@ -225,7 +239,7 @@ async function dispatchClaimed(
         event_id: eventId, workflow_id: request.workflowId, error: err, cause: (err as Error).cause,
       });
     }
-  });
+  })));
 
   const tStart = lap();
   const dispatched = rows.map((r) => r.id).filter((id) => !failedIds.has(id));

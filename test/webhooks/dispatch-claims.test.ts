@@ -1,10 +1,15 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { Client } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { dispatchPendingEvents, type DispatchDeps } from '../../domain/events/dispatch.ts';
 import { recordEvent } from '../../domain/events/outbox.ts';
 import { scopedEm } from '../../domain/scope.ts';
 import { webhookConsumer } from '../../domain/webhooks/consumer.ts';
 import { createLogger } from '../../platform/logger.ts';
-import type { FirstStepContext } from '../../domain/events/consumers.ts';
+import type { EventConsumer, FirstStepContext } from '../../domain/events/consumers.ts';
+import type { Limiter } from '../../platform/concurrency.ts';
+import { startEventDispatchTrigger } from '../../worker/event-dispatch.ts';
+import { dispatcherWorkflowId } from '../../workflows/platform/shared.ts';
 import { taskQueueName } from '../../platform/temporal.ts';
 import type { TestPlatform } from '../support/platform.ts';
 import { startReceiver, type Receiver } from './support/receiver.ts';
@@ -163,5 +168,55 @@ describe('dispatcher passes at once', () => {
     expect(receiver.received.map((r) => r.headers['webhook-id'])).toEqual([eventId]);
     const rows = await platform.sql('select status, attempts from webhook_deliveries where event_id = $1 and endpoint_id = $2', [eventId, endpointId]);
     expect(rows).toEqual([{ status: 'delivered', attempts: 2 }]);
+  });
+
+  it("a worker process claims at the pace of planning: later events' first attempts go out while earlier passes' workflow starts wait", async () => {
+    const { receiver } = await endpointWithReceiver();
+    // Every event also plans a workflow start (as order.created starts the order's workflow), and
+    // the process's start limit holds them all until released: a saturated Temporal server.
+    const starter: EventConsumer = {
+      name: 'test-starts',
+      plan: async (event) => [{ workflowType: 'handoffTestWorkflow', workflowId: `handoff-${event.id}`, area: 'platform', args: [] }],
+    };
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let startsWaiting = 0;
+    const startLimit: Limiter = async (fn) => {
+      startsWaiting++;
+      await gate;
+      return fn();
+    };
+    // A worker process's client (on its native connection, as eager starts need).
+    const connection = await NativeConnection.connect({ address: platform.config.TEMPORAL_ADDRESS });
+    const client = new Client({ connection, namespace: platform.temporal.namespace });
+    const d = { ...deps(), temporal: client, consumers: [webhookConsumer, starter], startLimit };
+    const trigger = await startEventDispatchTrigger({
+      orm: platform.orm, client, taskQueuePrefix: `${platform.taskQueuePrefix}-handoff`, taskQueue: 'handoff-test-sweeper',
+      sweepMs: 60_000, logger: createLogger('error'), passes: 2, batchSize: 5,
+      dispatch: (batchSize, planned) => dispatchPendingEvents({ ...d, planned }, batchSize),
+    });
+    const ids = await recordOrders(30, 'handoff');
+    try {
+      // Six batches for two passes: each hands its place on once planned, so all 30 first
+      // attempts are made while no start has gone out.
+      await receiver.waitFor(ids.length);
+      expect(receiver.received.map((r) => r.headers['webhook-id']).toSorted()).toEqual(ids.toSorted());
+      await vi.waitFor(() => expect(startsWaiting).toBe(ids.length), { timeout: 10_000 }); // the last pass finishing its first steps
+      expect(await undispatched(ids)).toBe(ids.length); // marked only once their starts are made
+
+      release();
+      await vi.waitFor(async () => expect(await undispatched(ids)).toBe(0), { timeout: 10_000, interval: 100 });
+      const described = await Promise.all(ids.map((id) => platform.temporal.client.workflow.getHandle(`handoff-${id}`).describe()));
+      expect(described.map((w) => w.type)).toEqual(ids.map(() => 'handoffTestWorkflow'));
+      expect(receiver.received).toHaveLength(ids.length);
+    } finally {
+      release();
+      await trigger.stop();
+      await Promise.all(ids.map((id) => platform.temporal.client.workflow.getHandle(`handoff-${id}`).terminate().catch(() => undefined)));
+      await platform.temporal.client.workflow.getHandle(dispatcherWorkflowId(`${platform.taskQueuePrefix}-handoff`)).terminate().catch(() => undefined);
+      await connection.close();
+    }
   });
 });
