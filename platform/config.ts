@@ -121,6 +121,12 @@ const schema = z.object({
   EVENT_DISPATCH_PASSES: positiveInt.max(64).default(4),
   EVENT_DISPATCH_BATCH: positiveInt.max(1000).default(50),
   /**
+   * Outbox: passes of a worker process that have planned and wait for their workflow starts, at
+   * most; past it, claiming waits for one. Higher: webhooks beside a burst of workflow-starting
+   * events (orders) keep arriving sooner, for more events held in memory and more lease renewals.
+   */
+  EVENT_DISPATCH_WAITING_PASSES: positiveInt.max(1000).default(40),
+  /**
    * Outbox: the workflow task timeout of the dispatcher and of the workflows it starts (Temporal's
    * default); a worker that dies in the middle of one of their workflow tasks (a test event's or a
    * replay's first attempt is a local activity, run inside one) is noticed after this.

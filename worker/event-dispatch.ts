@@ -16,12 +16,6 @@ export interface EventDispatchTrigger {
 const RECONNECT_MS = 1000;
 /** After a pass that threw (the database away): the next one no sooner than this. */
 const PASS_RETRY_MS = 1000;
-/**
- * Passes that have planned and wait for their workflow starts, at most (the starts of all of them
- * share the process's start limit): beyond it, claiming waits for one to finish, so a burst's
- * claimed-but-unstarted events stay bounded (this many batches).
- */
-const MAX_FINISHING_PASSES = 40;
 /** A claim's expiry is checked this much after it is due (clock steps between processes and PostgreSQL). */
 const EXPIRY_SLACK_MS = 50;
 
@@ -56,9 +50,15 @@ export async function startEventDispatchTrigger(opts: {
    * at the pace of planning, not of the workflow starts behind them.
    */
   dispatch(batchSize: number, planned: (more: boolean) => void): Promise<DispatchBatchResult>;
-  /** Passes of this process at once, and events per pass. */
+  /** Passes of this process claiming and planning at once, and events per pass. */
   passes: number;
   batchSize: number;
+  /**
+   * Passes that have planned and wait for their workflow starts, at most (the starts of all of them
+   * share the process's start limit): beyond it, claiming waits for one to finish, so a burst's
+   * claimed-but-unstarted events stay bounded (this many batches): EVENT_DISPATCH_WAITING_PASSES.
+   */
+  waitingPasses: number;
   logger: Logger;
 }): Promise<EventDispatchTrigger> {
   const workflowId = dispatcherWorkflowId(opts.taskQueuePrefix);
@@ -95,7 +95,7 @@ export async function startEventDispatchTrigger(opts: {
     try {
       while (wanted && !stopped) {
         wanted = false;
-        while (finishing.size >= MAX_FINISHING_PASSES) await Promise.race(finishing);
+        while (finishing.size >= opts.waitingPasses) await Promise.race(finishing);
         let handOff!: (more: boolean) => void;
         const planned = new Promise<boolean>((resolve) => (handOff = resolve));
         const pass = opts.dispatch(opts.batchSize, handOff);

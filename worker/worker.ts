@@ -225,7 +225,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
     orm: opts.orm, client, taskQueuePrefix: opts.taskQueuePrefix, taskQueue: deps.taskQueue('platform'), sweepMs: config.EVENT_DISPATCH_SWEEP_MS,
     workflowTaskTimeoutMs: config.EVENT_WORKFLOW_TASK_TIMEOUT_MS, logger: opts.logger,
     heartbeatTimeoutMs: dispatchClaimMs,
-    passes: config.EVENT_DISPATCH_PASSES, batchSize: config.EVENT_DISPATCH_BATCH,
+    passes: config.EVENT_DISPATCH_PASSES, batchSize: config.EVENT_DISPATCH_BATCH, waitingPasses: config.EVENT_DISPATCH_WAITING_PASSES,
     dispatch: (batchSize, planned) => dispatchPendingEvents(dispatchDepsOf(deps, { claimMs: dispatchClaimMs, startLimit: dispatchStarts, planned }), batchSize),
   });
   opts.logger.info('workers polling', { queues });

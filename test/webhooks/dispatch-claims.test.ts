@@ -170,10 +170,8 @@ describe('dispatcher passes at once', () => {
     expect(rows).toEqual([{ status: 'delivered', attempts: 2 }]);
   });
 
-  it("a worker process claims at the pace of planning: later events' first attempts go out while earlier passes' workflow starts wait", async () => {
-    const { receiver } = await endpointWithReceiver();
-    // Every event also plans a workflow start (as order.created starts the order's workflow), and
-    // the process's start limit holds them all until released: a saturated Temporal server.
+  /** A worker process's trigger whose passes plan one workflow start per event (as order.created starts the order's workflow), every start held until `release`: a saturated Temporal server. */
+  async function heldStartsTrigger(opts: { passes: number; waitingPasses: number; tag: string }) {
     const starter: EventConsumer = {
       name: 'test-starts',
       plan: async (event) => [{ workflowType: 'handoffTestWorkflow', workflowId: `handoff-${event.id}`, area: 'platform', args: [] }],
@@ -182,9 +180,9 @@ describe('dispatcher passes at once', () => {
     const gate = new Promise<void>((resolve) => {
       release = resolve;
     });
-    let startsWaiting = 0;
+    const held = { waiting: 0 };
     const startLimit: Limiter = async (fn) => {
-      startsWaiting++;
+      held.waiting++;
       await gate;
       return fn();
     };
@@ -192,31 +190,65 @@ describe('dispatcher passes at once', () => {
     const connection = await NativeConnection.connect({ address: platform.config.TEMPORAL_ADDRESS });
     const client = new Client({ connection, namespace: platform.temporal.namespace });
     const d = { ...deps(), temporal: client, consumers: [webhookConsumer, starter], startLimit };
+    const prefix = `${platform.taskQueuePrefix}-${opts.tag}`;
     const trigger = await startEventDispatchTrigger({
-      orm: platform.orm, client, taskQueuePrefix: `${platform.taskQueuePrefix}-handoff`, taskQueue: 'handoff-test-sweeper',
-      sweepMs: 60_000, logger: createLogger('error'), passes: 2, batchSize: 5,
+      orm: platform.orm, client, taskQueuePrefix: prefix, taskQueue: `${opts.tag}-sweeper`,
+      sweepMs: 60_000, logger: createLogger('error'), passes: opts.passes, batchSize: 5, waitingPasses: opts.waitingPasses,
       dispatch: (batchSize, planned) => dispatchPendingEvents({ ...d, planned }, batchSize),
     });
-    const ids = await recordOrders(30, 'handoff');
+    const started = (ids: string[]) => Promise.all(ids.map((id) => platform.temporal.client.workflow.getHandle(`handoff-${id}`).describe()));
+    return {
+      held, release, started,
+      async close(ids: string[]) {
+        release();
+        await trigger.stop();
+        await Promise.all(ids.map((id) => platform.temporal.client.workflow.getHandle(`handoff-${id}`).terminate().catch(() => undefined)));
+        await platform.temporal.client.workflow.getHandle(dispatcherWorkflowId(prefix)).terminate().catch(() => undefined);
+        await connection.close();
+      },
+    };
+  }
+
+  it("a worker process claims at the pace of planning: later events' first attempts go out while earlier passes' workflow starts wait", async () => {
+    const { receiver } = await endpointWithReceiver();
+    const ids = await recordOrders(30, 'handoff'); // the trigger finds them when it starts listening
+    const t = await heldStartsTrigger({ passes: 2, waitingPasses: 40, tag: 'handoff' });
     try {
       // Six batches for two passes: each hands its place on once planned, so all 30 first
       // attempts are made while no start has gone out.
       await receiver.waitFor(ids.length);
       expect(receiver.received.map((r) => r.headers['webhook-id']).toSorted()).toEqual(ids.toSorted());
-      await vi.waitFor(() => expect(startsWaiting).toBe(ids.length), { timeout: 10_000 }); // the last pass finishing its first steps
+      await vi.waitFor(() => expect(t.held.waiting).toBe(ids.length), { timeout: 10_000 }); // the last pass finishing its first steps
       expect(await undispatched(ids)).toBe(ids.length); // marked only once their starts are made
 
-      release();
+      t.release();
       await vi.waitFor(async () => expect(await undispatched(ids)).toBe(0), { timeout: 10_000, interval: 100 });
-      const described = await Promise.all(ids.map((id) => platform.temporal.client.workflow.getHandle(`handoff-${id}`).describe()));
-      expect(described.map((w) => w.type)).toEqual(ids.map(() => 'handoffTestWorkflow'));
+      expect((await t.started(ids)).map((w) => w.type)).toEqual(ids.map(() => 'handoffTestWorkflow'));
       expect(receiver.received).toHaveLength(ids.length);
     } finally {
-      release();
-      await trigger.stop();
-      await Promise.all(ids.map((id) => platform.temporal.client.workflow.getHandle(`handoff-${id}`).terminate().catch(() => undefined)));
-      await platform.temporal.client.workflow.getHandle(dispatcherWorkflowId(`${platform.taskQueuePrefix}-handoff`)).terminate().catch(() => undefined);
-      await connection.close();
+      await t.close(ids);
+    }
+  });
+
+  it('past EVENT_DISPATCH_WAITING_PASSES passes waiting for their starts, a worker process claims no more until one is done', async () => {
+    const { receiver } = await endpointWithReceiver();
+    const ids = await recordOrders(30, 'waiting'); // the trigger finds them when it starts listening
+    const t = await heldStartsTrigger({ passes: 2, waitingPasses: 1, tag: 'waiting' });
+    try {
+      // The two passes (5 events each) plan and wait; with one allowed to wait, neither claims again.
+      await receiver.waitFor(5);
+      expect(t.held.waiting).toBeLessThanOrEqual(10);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(receiver.received.length).toBeLessThanOrEqual(10);
+      expect(await undispatched(ids)).toBe(ids.length);
+
+      t.release();
+      await receiver.waitFor(ids.length);
+      await vi.waitFor(async () => expect(await undispatched(ids)).toBe(0), { timeout: 10_000, interval: 100 });
+      expect(receiver.received.map((r) => r.headers['webhook-id']).toSorted()).toEqual(ids.toSorted());
+      expect(await t.started(ids)).toHaveLength(ids.length);
+    } finally {
+      await t.close(ids);
     }
   });
 });
