@@ -125,7 +125,7 @@ const schema = z.object({
    * most; past it, claiming waits for one. Higher: webhooks beside a burst of workflow-starting
    * events (orders) keep arriving sooner, for more events held in memory and more lease renewals.
    */
-  EVENT_DISPATCH_WAITING_PASSES: positiveInt.max(1000).default(40),
+  EVENT_DISPATCH_WAITING_PASSES: positiveInt.max(1000).default(100),
   /**
    * Outbox: the workflow task timeout of the dispatcher and of the workflows it starts (Temporal's
    * default); a worker that dies in the middle of one of their workflow tasks (a test event's or a
