@@ -95,7 +95,8 @@ export async function startEventDispatchTrigger(opts: {
     try {
       while (wanted && !stopped) {
         wanted = false;
-        while (finishing.size >= opts.waitingPasses) await Promise.race(finishing);
+        while (finishing.size >= opts.waitingPasses && !stopped) await Promise.race(finishing);
+        if (stopped) return;
         let handOff!: (more: boolean) => void;
         const planned = new Promise<boolean>((resolve) => (handOff = resolve));
         const pass = opts.dispatch(opts.batchSize, handOff);
