@@ -28,9 +28,10 @@ const EXPIRY_SLACK_MS = 50;
  * in others never take the same event; a pass that has planned waits for its workflow starts
  * beside the next ones, under the process's start limit). Notifications that arrive while every
  * pass is busy are coalesced into the next pass. When its passes go idle, the process also runs
- * one when the earliest claim of another pass expires (a pass lost with its process). The dispatcher workflow (started here with
- * signal-with-start when the listener starts) sweeps the outbox every `sweepMs` on top, so a lost
- * notification, a listener that is reconnecting or a process without passes costs at most that.
+ * one when the earliest claim of another pass expires (a pass lost with its process). The
+ * dispatcher workflow (started here with signal-with-start when the listener starts) sweeps the
+ * outbox every `sweepMs` on top, so a lost notification, a listener that is reconnecting or a
+ * process without passes costs at most that.
  */
 export async function startEventDispatchTrigger(opts: {
   orm: MikroORM;

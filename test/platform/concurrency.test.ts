@@ -1,21 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { limiter } from '../../platform/concurrency.ts';
-
-/** A promise and the function that settles it. */
-function deferred() {
-  let resolve!: () => void;
-  let reject!: (err: Error) => void;
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
+import { deferred } from '../support/deferred.ts';
 
 describe('limiter (the dispatcher passes share one for their workflow starts)', () => {
   it('runs at most its limit at once, the others in the order they came, and a failure frees its slot', async () => {
     const limit = limiter(2);
-    const gates = Array.from({ length: 5 }, deferred);
+    const gates = Array.from({ length: 5 }, () => deferred());
     const began: number[] = [];
     let running = 0;
     let most = 0;

@@ -12,6 +12,7 @@ import { startEventDispatchTrigger } from '../../worker/event-dispatch.ts';
 import { dispatcherWorkflowId } from '../../workflows/platform/shared.ts';
 import { taskQueueName } from '../../platform/temporal.ts';
 import type { TestPlatform } from '../support/platform.ts';
+import { deferred } from '../support/deferred.ts';
 import { startReceiver, type Receiver } from './support/receiver.ts';
 import { usePlatform, type Http } from '../support/use-platform.ts';
 
@@ -124,11 +125,8 @@ describe('dispatcher passes at once', () => {
 
   it('a pass that outlived its claim makes none of the attempts it had not begun; the pass that took the events makes them', async () => {
     const { receiver, endpointId } = await endpointWithReceiver();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    receiver.reply = () => ({ hold: held });
+    const held = deferred();
+    receiver.reply = () => ({ hold: held.promise });
     const ids = await recordOrders(40, 'stalled');
 
     // A pass with a short lease (renewed every 100 ms): 32 attempts begin at once and hang; then
@@ -137,7 +135,7 @@ describe('dispatcher passes at once', () => {
     await receiver.waitFor(32, 20_000);
     await platform.sql(`update events set dispatch_claim = 'other-pass' where id = any($1)`, [ids]);
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    release();
+    held.resolve();
     const result = await stalled;
     expect(result.events).toBe(0);
     expect(receiver.received).toHaveLength(32);
@@ -176,14 +174,12 @@ describe('dispatcher passes at once', () => {
       name: 'test-starts',
       plan: async (event) => [{ workflowType: 'handoffTestWorkflow', workflowId: `handoff-${event.id}`, area: 'platform', args: [] }],
     };
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const gate = deferred();
+    const release = () => gate.resolve();
     const held = { waiting: 0 };
     const startLimit: Limiter = async (fn) => {
       held.waiting++;
-      await gate;
+      await gate.promise;
       return fn();
     };
     // A worker process's client (on its native connection, as eager starts need).

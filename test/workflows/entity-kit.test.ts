@@ -1,16 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Mutex, continueAsNewDue } from '../../workflows/kit/entity.ts';
-
-/** A promise resolved from outside (what an activity result is to workflow code). */
-function deferred<T = void>() {
-  let resolve!: (value: T) => void;
-  let reject!: (err: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
+import { deferred } from '../support/deferred.ts';
 
 describe('entity kit: Mutex', () => {
   it('runs uncontended work at once and hands back its own promise (no extra microtasks, so no reordered commands)', async () => {
