@@ -107,10 +107,12 @@ export async function startInfra(): Promise<Infra> {
 export function stripSources(root: string): void {
   const into = process.env.BENCH_STRIPPED_SOURCES;
   if (!into) return;
-  const skip = new Set(['node_modules', 'dist', 'dashboard', 'test', 'coverage']);
+  // Top-level folders no server loads (the dashboard's browser sources among them; the server's
+  // dashboard area, domain/dashboard, is stripped like every other area).
+  const skip = new Set(['node_modules', 'dist', 'dashboard', 'test', 'coverage'].map((name) => join(root, name)));
   const walk = (dir: string): void => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      if (entry.name.startsWith('.') || skip.has(entry.name)) continue;
+      if (entry.name.startsWith('.') || skip.has(join(dir, entry.name))) continue;
       const path = join(dir, entry.name);
       if (entry.isDirectory()) walk(path);
       else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) {
