@@ -1,5 +1,7 @@
-import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../platform/config.ts';
+import v8 from 'node:v8';
+import { syncBuiltinESMExports } from 'node:module';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ConfigError, loadConfig, loadConfigOrExit } from '../../platform/config.ts';
 
 describe('configuration from the environment', () => {
   it('has working defaults for every setting', () => {
@@ -33,6 +35,34 @@ describe('configuration from the environment', () => {
     expect((error as ConfigError).problems.map((p) => p.split('=')[0]).sort()).toEqual(['CARD_FINGERPRINT_KEY', 'PAYMENTS_LIVE_GATEWAY']);
     expect((error as ConfigError).problems.join('\n')).toContain('PAYMENTS_LIVE_SANDBOX=true');
     expect(loadConfig({ PAYMENTS_LIVE_GATEWAY: 'sandbox', PAYMENTS_LIVE_SANDBOX: 'true' })).toMatchObject({ PAYMENTS_LIVE_GATEWAY: 'sandbox', PAYMENTS_LIVE_SANDBOX: true });
+  });
+
+  describe('V8_HEAP_GROWING_PERCENT', () => {
+    afterEach(() => {
+      vi.restoreAllMocks();
+      syncBuiltinESMExports();
+    });
+    /** The V8 flags an entry point's `loadConfigOrExit` sets, read from `node:v8` as the config module imports it. */
+    const flagsSetBy = (env: Record<string, string>) => {
+      vi.restoreAllMocks();
+      const set = vi.spyOn(v8, 'setFlagsFromString').mockImplementation(() => undefined);
+      syncBuiltinESMExports();
+      loadConfigOrExit(env);
+      return set.mock.calls.map(([flag]) => flag);
+    };
+
+    it('bounds the heaps\' growth for the whole process when an entry point loads its config: 50 % by default, 0 leaves it to V8', () => {
+      expect(flagsSetBy({})).toEqual(['--heap-growing-percent=50']);
+      expect(flagsSetBy({ V8_HEAP_GROWING_PERCENT: '25' })).toEqual(['--heap-growing-percent=25']);
+      expect(flagsSetBy({ V8_HEAP_GROWING_PERCENT: '0' })).toEqual([]);
+    });
+
+    it('refuses what is not a percentage from 0 to 300', () => {
+      for (const bad of ['-5', '301', '1e9', 'half', '12.5']) {
+        const error = (() => { try { loadConfig({ V8_HEAP_GROWING_PERCENT: bad }); } catch (e) { return e; } })();
+        expect((error as ConfigError).problems.map((p) => p.split('=')[0])).toEqual(['V8_HEAP_GROWING_PERCENT']);
+      }
+    });
   });
 
   it('treats empty variables as unset', () => {
