@@ -63,8 +63,9 @@ const schema = z.object({
    * How far V8 lets each heap of the process (the main thread's and the workflow threads') grow past
    * what the last full collection kept before it collects again, in percent (0: V8's own choice,
    * up to 300 % on a large host, or a `--heap-growing-percent` node flag). Under load the heaps
-   * fill with garbage up to that bound, so it sets the resident peak; 50 cost no measured CPU
-   * against V8's choice and lowered the peak by about a fifth (docs/benchmarks.md, target 5).
+   * fill with garbage up to that bound, so it sets the resident peak: 50 lowered the commerce
+   * benchmark's peak by a third (931 → 595 MB) for about 5 % of its orders per second
+   * (docs/benchmarks.md, target 5).
    */
   V8_HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(300).default(50),
   /** Workers: workflows each area worker keeps in memory between their tasks (the SDK's default grows with the heap limit: ~2,400 here). */
