@@ -3,6 +3,16 @@ import { syncBuiltinESMExports } from 'node:module';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConfigError, loadConfig, loadConfigOrExit } from '../../platform/config.ts';
 
+/** The error `loadConfig` throws for `env` (undefined when it accepts it). */
+function refusal(env: Record<string, string>): ConfigError | undefined {
+  try {
+    loadConfig(env);
+    return undefined;
+  } catch (err) {
+    return err as ConfigError;
+  }
+}
+
 describe('configuration from the environment', () => {
   it('has working defaults for every setting', () => {
     const config = loadConfig({});
@@ -12,28 +22,23 @@ describe('configuration from the environment', () => {
   });
 
   it('names every bad variable at once, one line each', () => {
-    let error: unknown;
-    try {
-      loadConfig({ PORT: 'eighty', DATABASE_URL: 'mysql://x', TEMPORAL_ADDRESS: 'localhost', ADMIN_TOKEN: 'short', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'maybe', TEMPORAL_POLLERS: 'many' });
-    } catch (err) {
-      error = err;
-    }
+    const error = refusal({ PORT: 'eighty', DATABASE_URL: 'mysql://x', TEMPORAL_ADDRESS: 'localhost', ADMIN_TOKEN: 'short', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'maybe', TEMPORAL_POLLERS: 'many' });
     expect(error).toBeInstanceOf(ConfigError);
-    const problems = (error as ConfigError).problems;
+    const problems = error!.problems;
     expect(problems.map((p) => p.split('=')[0]).sort()).toEqual(['ADMIN_TOKEN', 'DATABASE_URL', 'PORT', 'TEMPORAL_ADDRESS', 'TEMPORAL_POLLERS', 'WEBHOOK_ALLOW_PRIVATE_NETWORKS']);
     expect(problems.find((p) => p.startsWith('TEMPORAL_ADDRESS'))).toContain('host:port');
     expect(problems.find((p) => p.startsWith('TEMPORAL_POLLERS'))).toContain('autoscaling');
-    expect((error as Error).message.split('\n')).toHaveLength(7);
+    expect(error!.message.split('\n')).toHaveLength(7);
   });
 
   it('keeps live payments off the sandbox unless PAYMENTS_LIVE_SANDBOX=true, and wants a long CARD_FINGERPRINT_KEY', () => {
     const defaults = loadConfig({});
     expect(defaults.PAYMENTS_LIVE_SANDBOX).toBe(false);
     expect(defaults.CARD_FINGERPRINT_KEY).toBeUndefined();
-    const error = (() => { try { loadConfig({ PAYMENTS_LIVE_GATEWAY: 'sandbox', CARD_FINGERPRINT_KEY: 'short' }); } catch (e) { return e; } })();
+    const error = refusal({ PAYMENTS_LIVE_GATEWAY: 'sandbox', CARD_FINGERPRINT_KEY: 'short' });
     expect(error).toBeInstanceOf(ConfigError);
-    expect((error as ConfigError).problems.map((p) => p.split('=')[0]).sort()).toEqual(['CARD_FINGERPRINT_KEY', 'PAYMENTS_LIVE_GATEWAY']);
-    expect((error as ConfigError).problems.join('\n')).toContain('PAYMENTS_LIVE_SANDBOX=true');
+    expect(error!.problems.map((p) => p.split('=')[0]).sort()).toEqual(['CARD_FINGERPRINT_KEY', 'PAYMENTS_LIVE_GATEWAY']);
+    expect(error!.problems.join('\n')).toContain('PAYMENTS_LIVE_SANDBOX=true');
     expect(loadConfig({ PAYMENTS_LIVE_GATEWAY: 'sandbox', PAYMENTS_LIVE_SANDBOX: 'true' })).toMatchObject({ PAYMENTS_LIVE_GATEWAY: 'sandbox', PAYMENTS_LIVE_SANDBOX: true });
   });
 
@@ -44,7 +49,7 @@ describe('configuration from the environment', () => {
     });
     /** The V8 flags an entry point's `loadConfigOrExit` sets, read from `node:v8` as the config module imports it. */
     const flagsSetBy = (env: Record<string, string>) => {
-      vi.restoreAllMocks();
+      vi.restoreAllMocks(); // a fresh spy for each call
       const set = vi.spyOn(v8, 'setFlagsFromString').mockImplementation(() => undefined);
       syncBuiltinESMExports();
       loadConfigOrExit(env);
@@ -59,8 +64,7 @@ describe('configuration from the environment', () => {
 
     it('refuses what is not a percentage from 0 to 300', () => {
       for (const bad of ['-5', '301', '1e9', 'half', '12.5']) {
-        const error = (() => { try { loadConfig({ V8_HEAP_GROWING_PERCENT: bad }); } catch (e) { return e; } })();
-        expect((error as ConfigError).problems.map((p) => p.split('=')[0])).toEqual(['V8_HEAP_GROWING_PERCENT']);
+        expect(refusal({ V8_HEAP_GROWING_PERCENT: bad })?.problems.map((p) => p.split('=')[0])).toEqual(['V8_HEAP_GROWING_PERCENT']);
       }
     });
   });
