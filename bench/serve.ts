@@ -5,6 +5,7 @@ import { startApiServer } from '../api/server.ts';
 import { createOrm } from '../db/orm.ts';
 import { loadConfigOrExit } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
+import { startIdleMemoryRelease } from '../platform/memory-release.ts';
 import { onShutdown } from '../platform/process.ts';
 import { workflowThreadHeaps } from '../platform/metrics.ts';
 import { createTemporalHandle } from '../platform/temporal.ts';
@@ -26,6 +27,7 @@ const workers = await startWorkers({
 });
 const api = await startApiServer({ config, orm, temporal, logger, port: 0, host: '127.0.0.1' });
 console.log(JSON.stringify({ url: api.url }));
+const stopMemoryRelease = startIdleMemoryRelease({ idleMs: config.MEMORY_RELEASE_IDLE_MS, logger });
 // BENCH_MEMORY_LOG=<ms>: where the memory is, every <ms> on stderr (RSS, the main thread's V8 heap,
 // off-heap buffers, the workflow threads' V8 heaps); what RSS holds beyond them is native: the Temporal
 // core, code, malloc.
@@ -47,6 +49,7 @@ if (process.env.BENCH_MEMORY_LOG) {
 // a full collection): what each scavenge copies and promotes, and what fills the old generation.
 const allocations = process.env.BENCH_ALLOC_PROFILE ? await startAllocationSampling() : null;
 onShutdown(logger, async () => {
+  stopMemoryRelease();
   if (allocations) writeFileSync(process.env.BENCH_ALLOC_PROFILE!, JSON.stringify(await allocations.stop()));
   await api.close();
   await workers.shutdown();

@@ -68,6 +68,13 @@ const schema = z.object({
    * (docs/benchmarks.md, target 5).
    */
   V8_HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(300).default(50),
+  /**
+   * After how long a quiet spell (the event loop under 5 % busy) a long-running process runs one
+   * memory-reducing collection, handing back to the system the heap pages V8 keeps after a burst:
+   * in the first quiet spell after its start, then whenever its resident size grew by 64 MB or more
+   * since the last one; 0: never (platform/memory-release.ts).
+   */
+  MEMORY_RELEASE_IDLE_MS: z.coerce.number().int().min(0).max(86_400_000).default(30_000),
   /** Workers: workflows each area worker keeps in memory between their tasks (the SDK's default grows with the heap limit: ~2,400 here). */
   TEMPORAL_MAX_CACHED_WORKFLOWS: positiveInt.min(2).default(100),
   /**

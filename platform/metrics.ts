@@ -53,6 +53,12 @@ export const workflowStarts = new Counter({
   labelNames: ['workflow_type'] as const, registers,
 });
 
+/** Memory-reducing collections run once the process was quiet (platform/memory-release.ts). */
+export const memoryReleases = new Counter({
+  name: 'bp_memory_releases_total', help: 'Memory-reducing garbage collections run after a quiet spell, handing pooled heap pages back.',
+  registers,
+});
+
 const pools = new Map<string, Pool>();
 
 /** Connections of every pool this process registered (`observePool`): total, idle and waiting clients. */

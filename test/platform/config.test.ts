@@ -69,6 +69,14 @@ describe('configuration from the environment', () => {
     });
   });
 
+  it('releases memory after 30 s of quiet by default (MEMORY_RELEASE_IDLE_MS; 0: never) and refuses what is not milliseconds', () => {
+    expect(loadConfig({}).MEMORY_RELEASE_IDLE_MS).toBe(30_000);
+    expect(loadConfig({ MEMORY_RELEASE_IDLE_MS: '0' }).MEMORY_RELEASE_IDLE_MS).toBe(0);
+    for (const bad of ['-1', 'soon', '1.5', '1e12']) {
+      expect(refusal({ MEMORY_RELEASE_IDLE_MS: bad })?.problems.map((p) => p.split('=')[0])).toEqual(['MEMORY_RELEASE_IDLE_MS']);
+    }
+  });
+
   it('treats empty variables as unset', () => {
     expect(loadConfig({ PORT: '', ADMIN_TOKEN: '' }).PORT).toBe(3000);
   });

@@ -37,7 +37,7 @@ async function portOpen(port: number): Promise<boolean> {
 /** The environment a newcomer has: no DATABASE_URL, no TEMPORAL_ADDRESS. */
 function env(ports: { api: number; temporal: number; ui: number }): NodeJS.ProcessEnv {
   const { DATABASE_URL: _d, TEMPORAL_ADDRESS: _t, TEST_DATABASE_URL: _x, ...rest } = process.env;
-  return { ...rest, DATA_DIR: dataDir, PORT: String(ports.api), TEMPORAL_PORT: String(ports.temporal), TEMPORAL_UI_PORT: String(ports.ui), LOG_LEVEL: 'warn' };
+  return { ...rest, DATA_DIR: dataDir, PORT: String(ports.api), TEMPORAL_PORT: String(ports.temporal), TEMPORAL_UI_PORT: String(ports.ui), LOG_LEVEL: 'warn', MEMORY_RELEASE_IDLE_MS: '1000' };
 }
 
 async function start(ports: { api: number; temporal: number; ui: number }): Promise<{ child: ChildProcess; output: () => string }> {
@@ -88,6 +88,15 @@ describe('npm start on embedded defaults', () => {
 
     const ui = await fetch(`http://127.0.0.1:${ports.ui}/`);
     expect(ui.status).toBe(200);
+
+    // Quiet for a second, the process hands back what starting up left (platform/memory-release.ts).
+    const releases = async () => Number(/^bp_memory_releases_total (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${ports.api}/metrics`)).text())?.[1]);
+    let released = await releases();
+    for (let i = 0; i < 60 && !(released > 0); i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      released = await releases();
+    }
+    expect(released).toBeGreaterThanOrEqual(1);
 
     const pgPid = Number(readFileSync(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
     expect(await stop(first.child)).toBe(0);
