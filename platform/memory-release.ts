@@ -11,10 +11,12 @@
  *
  * The rule: every second, the share of that second the event loop was busy; once it has been under
  * `QUIET_UTILIZATION` for `idleMs` in a row, one memory-reducing collection runs on the main thread:
- * the first time to hand back what starting up left (the bench server: 381 → 310 MB), then each time
- * the resident size has grown by at least `minGrowthBytes` since the last release. It stops the main thread for its duration (100–300 ms for this platform's
- * heap), which is why it waits for quiet: a request arriving then waits for it.
+ * the first time to hand back what starting up left (the bench server: 372–381 → 297–310 MB), then
+ * each time the resident size has grown by at least `minGrowthBytes` since the last release (after
+ * an order burst: 524–559 → 360–409 MB). It stops the main thread while it runs (145–175 ms for
+ * this platform's heap), which is why it waits for quiet: a request arriving then waits for it.
  * `MEMORY_RELEASE_IDLE_MS` (0: never) sets `idleMs`; docs/benchmarks.md, target 5, measures it.
+ * The workflow threads' heaps are left to V8 (72–77 MB committed at the bench's peak).
  */
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
