@@ -34,9 +34,10 @@ type Collect = (options: GcOptions) => void;
 /**
  * V8's `gc` function, without exposing it to the process's code: `--expose-gc` is set only while one
  * scratch context is created (contexts made later, the workflows' sandboxes among them, do not get
- * it), unless the process was started with it.
+ * it), unless the process was started with it. Taken when this module loads: the entry points import
+ * it before they start any thread that makes contexts of its own.
  */
-function memoryReducingCollector(): Collect {
+const collect: Collect = (() => {
   const exposed = (globalThis as { gc?: Collect }).gc;
   if (typeof exposed === 'function') return exposed;
   setFlagsFromString('--expose-gc');
@@ -45,7 +46,7 @@ function memoryReducingCollector(): Collect {
   } finally {
     setFlagsFromString('--no-expose-gc');
   }
-}
+})();
 
 export interface IdleMemoryReleaseOptions {
   /** How long the event loop must have been quiet before a release. */
@@ -60,7 +61,6 @@ export interface IdleMemoryReleaseOptions {
 /** Starts watching for quiet; the returned function stops it. Does nothing when `idleMs` is 0. */
 export function startIdleMemoryRelease({ idleMs, logger, minGrowthBytes = 64 * MB, sampleEveryMs = 1000 }: IdleMemoryReleaseOptions): () => void {
   if (idleMs <= 0) return () => {};
-  const collect = memoryReducingCollector();
   let baseline = 0; // the first quiet spell after the start releases
   let previous = performance.eventLoopUtilization();
   let quietMs = 0;
