@@ -25,7 +25,7 @@ import type { Logger } from './logger.ts';
 import { memoryReleases } from './metrics.ts';
 
 /** Below this share of busy time per second, the event loop counts as quiet. */
-export const QUIET_UTILIZATION = 0.05;
+const QUIET_UTILIZATION = 0.05;
 const MB = 1_048_576;
 
 interface GcOptions { type: 'major'; execution: 'sync'; flavor: 'last-resort' }
