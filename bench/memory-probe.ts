@@ -11,6 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openBenchShop } from './commerce.ts';
+import { TICKS_PER_SECOND, cpuTicksOf } from './cpu.ts';
 import { autocannonRun, startBenchPlatform, startInfra } from './harness.ts';
 
 const env = { MEMORY_RELEASE_IDLE_MS: '5000', ...JSON.parse(process.argv[2] ?? '{}') as Record<string, string> };
@@ -42,10 +43,10 @@ try {
     const end = memory();
     // A process that is quiet and has handed its burst back by itself (within the release's 64 MB
     // of its idle size: glibc returning freed memory) has no release due, so none is waited for.
-    let cpuBefore = cpuTicks(platform.pid);
+    let cpuBefore = cpuTicksOf(platform.pid);
     const settledBack = () => {
-      const cpu = cpuTicks(platform.pid);
-      const quiet = cpu - cpuBefore < 10; // under 5 % of the 2 s between polls, at 100 ticks a second
+      const cpu = cpuTicksOf(platform.pid);
+      const quiet = cpu - cpuBefore < 0.05 * 2 * TICKS_PER_SECOND; // under 5 % of a core over the 2 s between polls
       cpuBefore = cpu;
       return quiet && memory().rss - idle.rss < 64;
     };
@@ -65,12 +66,6 @@ try {
 async function releases(url: string): Promise<number> {
   const metrics = await (await fetch(`${url}/metrics`)).text();
   return Number(/^bp_memory_releases_total (\d+)/m.exec(metrics)?.[1] ?? 0);
-}
-
-/** The process's CPU time so far, in clock ticks (user + system, /proc/<pid>/stat). */
-function cpuTicks(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return Number(fields[11]) + Number(fields[12]);
 }
 
 /** Waits for a release after the `before`th, or until `settled` says none is due; seconds waited, or null at the deadline. */

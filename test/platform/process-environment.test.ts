@@ -31,7 +31,6 @@ describe('the processes the project starts', () => {
 
   it('and the image sets the same for its api, worker and migrate services', () => {
     const runtimeStage = readFileSync(join(root, 'Dockerfile'), 'utf8').split(/^FROM /m).at(-1)!;
-    const env = Object.fromEntries([...runtimeStage.matchAll(/^ENV (.+)$/gm)].flatMap((m) => m[1]!.split(/\s+/).map((pair) => pair.split('=') as [string, string])));
-    expect(env).toMatchObject(MALLOC);
+    expect(runtimeStage).toMatch(/^ENV MALLOC_ARENA_MAX=2$/m);
   });
 });
