@@ -3,7 +3,7 @@ import '../platform/telemetry-init.ts'; // first: tracing patches `pg` as it loa
 import { createOrm } from '../db/orm.ts';
 import { loadConfigOrExit } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
-import { startIdleMemoryRelease } from '../platform/memory-release.ts';
+import { startMemoryRelease } from '../platform/memory-release.ts';
 import { onShutdown, requireSetting } from '../platform/process.ts';
 import { createTemporalHandle } from '../platform/temporal.ts';
 import { startApiServer } from './server.ts';
@@ -16,7 +16,7 @@ const temporal = createTemporalHandle({
 });
 const api = await startApiServer({ config, orm, temporal, logger, port: config.PORT, host: config.HOST });
 logger.info('api listening', { url: api.url });
-const stopMemoryRelease = startIdleMemoryRelease({ idleMs: config.MEMORY_RELEASE_IDLE_MS, logger });
+const stopMemoryRelease = startMemoryRelease({ idleMs: config.MEMORY_RELEASE_IDLE_MS, trimEveryMs: config.MALLOC_TRIM_INTERVAL_MS, logger });
 onShutdown(logger, async () => {
   stopMemoryRelease();
   await api.close();

@@ -5,7 +5,7 @@ import { startApiServer } from '../api/server.ts';
 import { createOrm } from '../db/orm.ts';
 import { loadConfigOrExit } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
-import { startIdleMemoryRelease } from '../platform/memory-release.ts';
+import { startMemoryRelease } from '../platform/memory-release.ts';
 import { onShutdown } from '../platform/process.ts';
 import { workflowThreadHeaps } from '../platform/metrics.ts';
 import { createTemporalHandle } from '../platform/temporal.ts';
@@ -27,7 +27,7 @@ const workers = await startWorkers({
 });
 const api = await startApiServer({ config, orm, temporal, logger, port: 0, host: '127.0.0.1' });
 console.log(JSON.stringify({ url: api.url }));
-const stopMemoryRelease = startIdleMemoryRelease({ idleMs: config.MEMORY_RELEASE_IDLE_MS, logger });
+const stopMemoryRelease = startMemoryRelease({ idleMs: config.MEMORY_RELEASE_IDLE_MS, trimEveryMs: config.MALLOC_TRIM_INTERVAL_MS, logger });
 // BENCH_MEMORY_LOG=<ms>: where the memory is, every <ms> on stderr (RSS, the main thread's V8 heap,
 // off-heap buffers, the workflow threads' V8 heaps); what RSS holds beyond them is native: the Temporal
 // core, code, malloc.

@@ -13,7 +13,7 @@ import { buildDashboard, dashboardBuilt } from '../domain/dashboard/assets.ts';
 import { loadConfigOrExit } from '../platform/config.ts';
 import { DEFAULT_DATA_DIR, maskDatabaseUrl, resolveDatabase } from '../platform/local-database.ts';
 import { createLogger } from '../platform/logger.ts';
-import { startIdleMemoryRelease } from '../platform/memory-release.ts';
+import { startMemoryRelease } from '../platform/memory-release.ts';
 import { onShutdown } from '../platform/process.ts';
 import { createTemporalHandle } from '../platform/temporal.ts';
 import { ensureSchedules } from '../worker/schedules.ts';
@@ -77,7 +77,7 @@ try {
   const api = await startApiServer({ config, orm, temporal, logger, port: config.PORT, host: config.HOST });
   stops.push(() => api.close());
   const base = api.url.replace('127.0.0.1', 'localhost');
-  const stopMemoryRelease = startIdleMemoryRelease({ idleMs: config.MEMORY_RELEASE_IDLE_MS, logger });
+  const stopMemoryRelease = startMemoryRelease({ idleMs: config.MEMORY_RELEASE_IDLE_MS, trimEveryMs: config.MALLOC_TRIM_INTERVAL_MS, logger });
   stops.push(async () => stopMemoryRelease());
 
   console.log(`

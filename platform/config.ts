@@ -75,6 +75,12 @@ const schema = z.object({
    * since the last one; 0: never (platform/memory-release.ts).
    */
   MEMORY_RELEASE_IDLE_MS: z.coerce.number().int().min(0).max(86_400_000).default(30_000),
+  /**
+   * How often a long-running process hands the free pages of glibc's malloc back to the system
+   * (`malloc_trim`, on the thread pool, a few ms; also after each memory release); 0: only after a
+   * release. Nothing happens without glibc (platform/malloc-trim.ts).
+   */
+  MALLOC_TRIM_INTERVAL_MS: z.coerce.number().int().min(0).max(86_400_000).default(5_000),
   /** Workers: workflows each area worker keeps in memory between their tasks (the SDK's default grows with the heap limit: ~2,400 here). */
   TEMPORAL_MAX_CACHED_WORKFLOWS: positiveInt.min(2).default(100),
   /**

@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import { createOrm } from '../db/orm.ts';
 import { loadConfigOrExit } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
-import { startIdleMemoryRelease } from '../platform/memory-release.ts';
+import { startMemoryRelease } from '../platform/memory-release.ts';
 import { renderMetrics } from '../platform/metrics.ts';
 import { onShutdown, requireSetting } from '../platform/process.ts';
 import { createTemporalHandle } from '../platform/temporal.ts';
@@ -25,7 +25,7 @@ const metricsServer = config.METRICS_PORT === undefined ? undefined : createServ
   if (req.method !== 'GET' || req.url !== '/metrics') return void res.writeHead(404).end();
   renderMetrics().then(({ contentType, body }) => res.writeHead(200, { 'Content-Type': contentType }).end(body), () => res.writeHead(500).end());
 }).listen(config.METRICS_PORT, config.HOST, () => logger.info('worker metrics listening', { port: config.METRICS_PORT }));
-const stopMemoryRelease = startIdleMemoryRelease({ idleMs: config.MEMORY_RELEASE_IDLE_MS, logger });
+const stopMemoryRelease = startMemoryRelease({ idleMs: config.MEMORY_RELEASE_IDLE_MS, trimEveryMs: config.MALLOC_TRIM_INTERVAL_MS, logger });
 onShutdown(logger, async () => {
   stopMemoryRelease();
   metricsServer?.close();

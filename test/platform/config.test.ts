@@ -77,6 +77,14 @@ describe('configuration from the environment', () => {
     }
   });
 
+  it("trims glibc's malloc every 5 s by default (MALLOC_TRIM_INTERVAL_MS; 0: only after a release) and refuses what is not milliseconds", () => {
+    expect(loadConfig({}).MALLOC_TRIM_INTERVAL_MS).toBe(5_000);
+    expect(loadConfig({ MALLOC_TRIM_INTERVAL_MS: '0' }).MALLOC_TRIM_INTERVAL_MS).toBe(0);
+    for (const bad of ['-1', 'often', '0.5', '1e12']) {
+      expect(refusal({ MALLOC_TRIM_INTERVAL_MS: bad })?.problems.map((p) => p.split('=')[0])).toEqual(['MALLOC_TRIM_INTERVAL_MS']);
+    }
+  });
+
   it('treats empty variables as unset', () => {
     expect(loadConfig({ PORT: '', ADMIN_TOKEN: '' }).PORT).toBe(3000);
   });

@@ -12,11 +12,11 @@ const module = fileURLToPath(new URL('../../platform/memory-release.ts', import.
  */
 const CHILD = `
 import vm from 'node:vm';
-import { startIdleMemoryRelease } from ${JSON.stringify(module)};
+import { startMemoryRelease } from ${JSON.stringify(module)};
 const print = (line) => process.stdout.write(JSON.stringify(line) + '\\n');
 const logger = { info: (msg, fields) => print({ msg, ...fields, at: Date.now() }), debug() {}, warn() {}, error() {}, enabled: () => true, child() { return logger; } };
-print({ off: startIdleMemoryRelease({ idleMs: 0, logger }).length === 0, gc_after_off: vm.runInNewContext('typeof gc') });
-startIdleMemoryRelease({ idleMs: 400, sampleEveryMs: 100, logger });
+print({ off: startMemoryRelease({ idleMs: 0, trimEveryMs: 0, logger }).length === 0, gc_after_off: vm.runInNewContext('typeof gc') });
+startMemoryRelease({ idleMs: 400, trimEveryMs: 0, sampleEveryMs: 100, logger });
 print({ gc_in_this_context: typeof globalThis.gc, gc_in_new_context: vm.runInNewContext('typeof gc') });
 const kept = Array.from({ length: 100_000 }, (_, i) => ({ i, name: 'kept-' + i }));
 let garbage = [];
