@@ -107,12 +107,19 @@ const activityTracing: ActivityInterceptorsFactory = (ctx) => ({
 export const ACTIVITY_INTERCEPTORS = [activityTracing, activityLogContext, activityRefusals] as const;
 
 let runtimeInstalled = false;
-function installRuntime(level: string, metricsBindAddress: string | undefined): void {
+/** The SDK's runtime, once per process (its logger, and its metrics when a bind address is given). */
+export function installRuntime(level: string, metricsBindAddress: string | undefined): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const sdkLevel = level === 'debug' ? 'DEBUG' : level === 'info' ? 'INFO' : level === 'warn' ? 'WARN' : 'ERROR';
   Runtime.install({
     logger: new DefaultLogger(sdkLevel as 'WARN'),
+    // No signal handlers of the SDK's own: by default it stops every worker on SIGINT, SIGTERM,
+    // SIGQUIT and SIGUSR2 and leaves the process running, so a SIGUSR2 (a heap snapshot's usual
+    // signal) left a live process whose workers polled nothing while its event dispatch went on.
+    // The entry points stop in order on SIGINT and SIGTERM (platform/process.ts `onShutdown`); any
+    // other signal has its usual effect on the whole process.
+    shutdownSignals: [],
     // The SDK's own metrics (pollers, task slots, schedule-to-start latencies) for Prometheus.
     ...(metricsBindAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress: metricsBindAddress } } } } : {}),
   });
