@@ -53,3 +53,18 @@ export function limiter(limit: number): Limiter {
     }
   };
 }
+
+/**
+ * Runs `tick` every `ms` without holding the process open, skipping a beat while the last tick is
+ * still running (a slow database or thread pool never stacks ticks up). Returns the stop.
+ */
+export function every(ms: number, tick: () => Promise<unknown>): () => void {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    void tick().finally(() => { running = false; });
+  }, ms);
+  timer.unref();
+  return () => clearInterval(timer);
+}

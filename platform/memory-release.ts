@@ -26,6 +26,7 @@
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { every } from './concurrency.ts';
 import type { Logger } from './logger.ts';
 import { trimMalloc } from './malloc-trim.ts';
 import { memoryReleases } from './metrics.ts';
@@ -96,18 +97,6 @@ export function startMemoryRelease({ idleMs, trimEveryMs, logger, minGrowthBytes
   return () => {
     for (const stop of stops) stop();
   };
-}
-
-/** Runs `tick` every `ms`, the next one only once the last has finished. */
-function every(ms: number, tick: () => Promise<unknown>): () => void {
-  let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    void tick().finally(() => { running = false; });
-  }, ms);
-  timer.unref();
-  return () => clearInterval(timer);
 }
 
 let trimFailureLogged = false;

@@ -4,7 +4,7 @@ import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/c
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Pool } from 'pg';
 import { nativePool } from '../../db/pool.ts';
-import { limiter, mapLimit, type Limiter } from '../../platform/concurrency.ts';
+import { every, limiter, mapLimit, type Limiter } from '../../platform/concurrency.ts';
 import type { Logger } from '../../platform/logger.ts';
 import { scopedEm } from '../scope.ts';
 import type {
@@ -109,34 +109,26 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
  * pass took the event) is dropped from this pass: nothing more is sent for it from here.
  */
 function renewClaim(pool: Pool, claim: string, ids: string[], deps: DispatchDeps, failedIds: Set<string>) {
-  let inFlight = false;
   let stopped = false;
-  const timer = setInterval(() => {
-    if (inFlight) return;
-    inFlight = true;
-    pool.query<{ id: string }>(
-      `update events set dispatch_claimed_until = clock_timestamp() + $3 * interval '1 millisecond'
-        where id = any($1::text[]) and dispatch_claim = $2 and dispatched_at is null returning id`,
-      [ids.filter((id) => !failedIds.has(id)), claim, deps.claimMs],
-    ).then(({ rows }) => {
-      if (stopped) return; // answered after the pass marked its events dispatched
-      const held = new Set(rows.map((r) => r.id));
-      for (const id of ids) {
-        if (held.has(id) || failedIds.has(id)) continue;
-        failedIds.add(id);
-        deps.logger?.warn('event claim lost (the pass outlived its lease); another pass has the event', { event_id: id });
-      }
-    }).catch((err: unknown) => {
-      deps.logger?.warn('could not renew the claim on events being dispatched', { error: err });
-    }).finally(() => {
-      inFlight = false;
-    });
-  }, Math.max(100, Math.floor(deps.claimMs / 3)));
-  timer.unref();
+  const stopRenewing = every(Math.max(100, Math.floor(deps.claimMs / 3)), () => pool.query<{ id: string }>(
+    `update events set dispatch_claimed_until = clock_timestamp() + $3 * interval '1 millisecond'
+      where id = any($1::text[]) and dispatch_claim = $2 and dispatched_at is null returning id`,
+    [ids.filter((id) => !failedIds.has(id)), claim, deps.claimMs],
+  ).then(({ rows }) => {
+    if (stopped) return; // answered after the pass marked its events dispatched
+    const held = new Set(rows.map((r) => r.id));
+    for (const id of ids) {
+      if (held.has(id) || failedIds.has(id)) continue;
+      failedIds.add(id);
+      deps.logger?.warn('event claim lost (the pass outlived its lease); another pass has the event', { event_id: id });
+    }
+  }).catch((err: unknown) => {
+    deps.logger?.warn('could not renew the claim on events being dispatched', { error: err });
+  }));
   return {
     stop() {
       stopped = true;
-      clearInterval(timer);
+      stopRenewing();
     },
   };
 }
