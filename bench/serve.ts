@@ -48,7 +48,7 @@ if (process.env.BENCH_MEMORY_LOG) {
 // With BENCH_ALLOC_PROFILE_SURVIVORS=1 only what outlived the young generation (kept, or collected by
 // a full collection): what each scavenge copies and promotes, and what fills the old generation.
 const allocations = process.env.BENCH_ALLOC_PROFILE ? await startAllocationSampling() : null;
-onShutdown(logger, async () => {
+const shutdown = onShutdown(logger, async () => {
   stopMemoryRelease();
   if (allocations) writeFileSync(process.env.BENCH_ALLOC_PROFILE!, JSON.stringify(await allocations.stop()));
   await api.close();
@@ -56,6 +56,7 @@ onShutdown(logger, async () => {
   await temporal.close();
   await orm.close();
 });
+shutdown.exitWhenEnded(workers.done, 'workers stopped');
 
 async function startAllocationSampling(): Promise<{ stop(): Promise<unknown> }> {
   const session = new Session();

@@ -26,7 +26,7 @@ const stops: (() => Promise<void>)[] = [];
 const stopAll = async () => {
   for (const stop of stops.reverse()) await stop().catch((err: unknown) => logger.error('stop failed', { error: err }));
 };
-onShutdown(logger, stopAll);
+const shutdown = onShutdown(logger, stopAll);
 
 try {
   const step = (what: string) => console.log(`• ${what}`);
@@ -67,6 +67,7 @@ try {
     orm, logger, logLevel: config.LOG_LEVEL,
   });
   stops.push(() => workers.shutdown());
+  shutdown.exitWhenEnded(workers.done, 'workers stopped');
   await ensureSchedules(temporal.client, config.TASK_QUEUE_PREFIX, (area) => temporal.taskQueue(area));
 
   if (!dashboardBuilt()) {

@@ -26,14 +26,14 @@ const metricsServer = config.METRICS_PORT === undefined ? undefined : createServ
   renderMetrics().then(({ contentType, body }) => res.writeHead(200, { 'Content-Type': contentType }).end(body), () => res.writeHead(500).end());
 }).listen(config.METRICS_PORT, config.HOST, () => logger.info('worker metrics listening', { port: config.METRICS_PORT }));
 const stopMemoryRelease = startMemoryRelease({ idleMs: config.MEMORY_RELEASE_IDLE_MS, trimEveryMs: config.MALLOC_TRIM_INTERVAL_MS, logger });
-onShutdown(logger, async () => {
+const shutdown = onShutdown(logger, async () => {
   stopMemoryRelease();
   metricsServer?.close();
   await workers.shutdown();
   await temporal.close();
   await orm.close();
 });
-workers.done.catch((err: unknown) => {
-  logger.error('worker stopped', { error: err });
-  process.exitCode = 1;
-});
+// Workers that stop on their own (a fatal error, a workflow thread lost) poll nothing more: the
+// process exits 1 for its supervisor to replace, instead of living on with its event dispatch.
+shutdown.exitWhenEnded(workers.done, 'workers stopped');
+logger.info('worker ready', { metrics_port: config.METRICS_PORT ?? null });

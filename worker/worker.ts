@@ -154,7 +154,7 @@ export interface WorkerOptions {
 }
 
 export interface RunningWorkers {
-  /** Settles when every worker has stopped (rejects if one failed). */
+  /** Resolves when every worker has stopped; rejects as soon as one fails (`shutdown` then stops the others). */
   done: Promise<void>;
   shutdown(): Promise<void>;
 }
@@ -220,7 +220,8 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
       })),
   );
   if (opts.startPolling) await opts.startPolling;
-  const done = Promise.all(workers.map((w) => w.run())).then(() => undefined);
+  const runs = workers.map((w) => w.run());
+  const done = Promise.all(runs).then(() => undefined);
   // A pass makes webhooks' first attempts: a worker lost in one is noticed like one lost in a
   // retry (its claim, or the sweeper activity's heartbeat, expires), but not sooner than 5 s (a pass
   // also plans and starts between renewals).
@@ -243,7 +244,8 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
       stopping ??= (async () => {
         await eventDispatch.stop();
         for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
-        await done.catch(() => undefined);
+        // Every worker, the failed one's siblings too, must have let go of the connection.
+        await Promise.allSettled(runs);
         closeSenderConnections();
         await connection.close();
       })();
