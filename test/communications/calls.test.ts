@@ -5,6 +5,7 @@ import { permissionScopes } from '../../domain/registry.ts';
 import { statusRank } from '../../workflows/communications/shared.ts';
 import type { TestPlatform } from '../support/platform.ts';
 import { useEnv, usePlatform, type Http } from '../support/use-platform.ts';
+import { activitySteps, localActivityResults } from '../support/histories.ts';
 import { searchAttributesWhen } from '../support/search-attributes.ts';
 import { ENDED, TO, provision, waitForCall } from './support.ts';
 
@@ -50,8 +51,16 @@ describe('calls on the sandbox carrier', () => {
     expect(call.quality.packet_loss).toBeLessThan(1);
     expect(call.legs).toEqual([expect.objectContaining({ role: 'primary', status: 'completed', duration: 30, to_number: TO.answered })]);
     expect(await events(call.id)).toEqual(['call.initiated', 'call.completed']);
-    const attributes = await searchAttributesWhen(platform.temporal.client.workflow.getHandle(call.workflow_id), 'completed');
+    const handle = platform.temporal.client.workflow.getHandle(call.workflow_id);
+    const attributes = await searchAttributesWhen(handle, 'completed');
     expect(attributes).toMatchObject({ BpResourceId: [call.id], BpMode: ['test'], BpStatus: ['completed'] });
+    // Only the carrier's dial goes through the server's task queue: every database write is a local
+    // activity, run in the task of the signal (the callback) that caused it.
+    const steps = activitySteps(await handle.fetchHistory());
+    expect(steps.filter(([, kind]) => kind === 'activity')).toEqual([['dialLeg', 'activity']]);
+    expect(steps[0]).toEqual(['recordCall', 'local']);
+    expect(steps.at(-1)).toEqual(['finishCall', 'local']);
+    expect(steps.filter(([name]) => name === 'recordCallProgress').length).toBeGreaterThanOrEqual(2);
   });
 
   it.each([
@@ -120,13 +129,8 @@ describe('calls on the sandbox carrier', () => {
     const state = await handle.query<any>('callState');
     expect(state.duplicatesIgnored).toBeGreaterThanOrEqual(4);
     expect(state.staleIgnored).toBeGreaterThanOrEqual(1); // ringing and initiated after answered
-    // The statuses the workflow recorded, in order: never backwards.
-    const recorded = (history.events ?? [])
-      .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'recordCallProgress')
-      .map((e) => {
-        const payload = e.activityTaskScheduledEventAttributes!.input!.payloads![0]!;
-        return JSON.parse(Buffer.from(payload.data!).toString()).status as string;
-      });
+    // The call's status after each progress write, in order: never backwards.
+    const recorded = localActivityResults<{ status: string }>(history, 'recordCallProgress').map((view) => view.status);
     expect(recorded.length).toBeGreaterThan(0);
     const ranks = recorded.map((s) => statusRank(s as never));
     expect(ranks).toEqual([...ranks].sort((a, b) => a - b));
@@ -163,6 +167,8 @@ describe('calls on the sandbox carrier', () => {
     expect(bytes.readUInt32LE(24)).toBe(8000);
     expect(bytes.readUInt32LE(40)).toBe(bytes.length - 44);
     expect(await events(res.body.id)).toEqual(['call.initiated', 'call.completed', 'call.recording.ready']);
+    const steps = activitySteps(await platform.temporal.client.workflow.getHandle(done.workflow_id).fetchHistory());
+    expect(steps.slice(-2)).toEqual([['finishCall', 'local'], ['collectRecording', 'local']]);
   });
 
   it('hanging up while it rings cancels the call; an unrecorded call has no recording', async () => {

@@ -58,3 +58,14 @@ export function activitySteps(history: proto.temporal.api.history.v1.IHistory): 
     return [[data.activity_type, 'local']];
   });
 }
+
+/** The results of a workflow's local activities of one type, in order (each one's marker keeps its result). */
+export function localActivityResults<T>(history: proto.temporal.api.history.v1.IHistory, type: string): T[] {
+  return (history.events ?? []).flatMap((e): T[] => {
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_local_activity') return [];
+    const data = JSON.parse(Buffer.from(marker.details!.data!.payloads![0]!.data!).toString()) as { activity_type: string };
+    if (data.activity_type !== type) return [];
+    return [JSON.parse(Buffer.from(marker.details!.result!.payloads![0]!.data!).toString()) as T];
+  });
+}
