@@ -1,10 +1,10 @@
 /**
  * Records workflow histories for the replay tests (test/<area>/replay.test.ts): the subscription
  * workflow's for billing, the payment workflow's for payments, the order workflow's for commerce, the
- * call workflow's for communications. Run that area's tests against a
+ * call workflow's for communications, the loyalty workflow's for rewards. Run that area's tests against a
  * Temporal server first, then, against the same server:
  *
- *   scripts/node24.sh node scripts/record-histories.ts [--area billing|payments|commerce|communications] [--address 127.0.0.1:7299]
+ *   scripts/node24.sh node scripts/record-histories.ts [--area billing|payments|commerce|communications|rewards] [--address 127.0.0.1:7299]
  *        [--limit 6] [--query '<visibility query>']
  *
  * It picks the most recent closed workflows of the area's type (every run of a continued-as-new
@@ -27,7 +27,7 @@ const opt = (name: string, fallback: string) => {
 };
 const address = opt('address', process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7299');
 const limit = Number(opt('limit', '6'));
-const WORKFLOW_TYPES: Record<string, string> = { billing: 'subscriptionWorkflow', payments: 'paymentWorkflow', commerce: 'orderWorkflow', communications: 'callWorkflow' };
+const WORKFLOW_TYPES: Record<string, string> = { billing: 'subscriptionWorkflow', payments: 'paymentWorkflow', commerce: 'orderWorkflow', communications: 'callWorkflow', rewards: 'loyaltyWorkflow' };
 const area = opt('area', 'billing');
 if (!WORKFLOW_TYPES[area]) throw new Error(`--area must be one of: ${Object.keys(WORKFLOW_TYPES).join(', ')}`);
 const query = opt('query', `WorkflowType = '${WORKFLOW_TYPES[area]}' AND ExecutionStatus != 'Running'`);
