@@ -5,7 +5,7 @@ import { permissionScopes } from '../../domain/registry.ts';
 import { statusRank } from '../../workflows/communications/shared.ts';
 import type { TestPlatform } from '../support/platform.ts';
 import { useEnv, usePlatform, type Http } from '../support/use-platform.ts';
-import { activitySteps, localActivityResults } from '../support/histories.ts';
+import { activitySteps, localActivityResults, replayHistories } from '../support/histories.ts';
 import { searchAttributesWhen } from '../support/search-attributes.ts';
 import { ENDED, TO, provision, waitForCall } from './support.ts';
 
@@ -180,6 +180,31 @@ describe('calls on the sandbox carrier', () => {
     const rec = await http(`/v3/communications/calls/${res.body.id}/recording`, { key });
     expect(rec.status).toBe(404);
     expect(rec.body.code).toBe('recording_not_found');
+  });
+
+  it('hangups racing the callbacks: each call ends once, and its history replays (its writes are local activities beside the update)', async () => {
+    const ids = await Promise.all(Array.from({ length: 8 }, async (_, i) => {
+      const res = await place({ to_number: TO.longCall });
+      expect(res.status, res.text).toBe(201);
+      // From at once to past the answer (80 ms of real time here): the update lands between any two writes.
+      await new Promise((r) => setTimeout(r, i * 15));
+      const hung = await http(`/v3/communications/calls/${res.body.id}/hangup`, { key, body: {} });
+      expect(hung.status, hung.text).toBe(200);
+      expect(['completed', 'canceled']).toContain(hung.body.status);
+      return res.body.id as string;
+    }));
+    const histories = await Promise.all(ids.map(async (id) => {
+      const kinds = await events(id);
+      expect(kinds.filter((k) => k === 'call.completed' || k === 'call.failed')).toHaveLength(1);
+      const history = await platform.temporal.client.workflow.getHandle(`call-${id}`).fetchHistory();
+      return { name: `call-${id}.json`, text: '', history };
+    }));
+    // Some were hung up after progress was written locally, some before any callback.
+    const progressed = histories.filter(({ history }) => activitySteps(history).some(([name, kind]) => name === 'recordCallProgress' && kind === 'local'));
+    expect(progressed.length).toBeGreaterThan(0);
+    const { failures, replayed } = await replayHistories(histories);
+    expect(failures).toEqual([]);
+    expect(replayed).toBe(ids.length);
   });
 
   it('a call to a PBX extension makes it busy while in progress and available again after; a dnd extension refuses calls', async () => {
