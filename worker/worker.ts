@@ -222,6 +222,9 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   if (opts.startPolling) await opts.startPolling;
   const runs = workers.map((w) => w.run());
   const done = Promise.all(runs).then(() => undefined);
+  // Its failure is for whoever watches it (the entry points' exitWhenEnded), not an unhandled
+  // rejection where nobody does (tests; a shutdown's own worker failing to finalize).
+  done.catch(() => undefined);
   // A pass makes webhooks' first attempts: a worker lost in one is noticed like one lost in a
   // retry (its claim, or the sweeper activity's heartbeat, expires), but not sooner than 5 s (a pass
   // also plans and starts between renewals).

@@ -186,8 +186,11 @@ describe('calls on the sandbox carrier', () => {
     const ids = await Promise.all(Array.from({ length: 8 }, async (_, i) => {
       const res = await place({ to_number: TO.longCall });
       expect(res.status, res.text).toBe(201);
-      // From at once to past the answer (80 ms of real time here): the update lands between any two writes.
-      await new Promise((r) => setTimeout(r, i * 15));
+      // At once, once ringing or once answered (each seen after its local write), then up to 45 ms
+      // later: the update lands before, between or after the writes of the callbacks around it.
+      const seen = (['queued', 'ringing', 'in_progress'] as const)[i % 3]!;
+      if (seen !== 'queued') await waitForCall(http, key, res.body.id, (c) => statusRank(c.status) >= statusRank(seen));
+      await new Promise((r) => setTimeout(r, (i % 4) * 15));
       const hung = await http(`/v3/communications/calls/${res.body.id}/hangup`, { key, body: {} });
       expect(hung.status, hung.text).toBe(200);
       expect(['completed', 'canceled']).toContain(hung.body.status);
@@ -199,7 +202,7 @@ describe('calls on the sandbox carrier', () => {
       const history = await platform.temporal.client.workflow.getHandle(`call-${id}`).fetchHistory();
       return { name: `call-${id}.json`, text: '', history };
     }));
-    // Some were hung up after progress was written locally, some before any callback.
+    // Those hung up once ringing or answered had progress written locally first.
     const progressed = histories.filter(({ history }) => activitySteps(history).some(([name, kind]) => name === 'recordCallProgress' && kind === 'local'));
     expect(progressed.length).toBeGreaterThan(0);
     const { failures, replayed } = await replayHistories(histories);
