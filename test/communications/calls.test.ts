@@ -200,7 +200,7 @@ describe('calls on the sandbox carrier', () => {
       const kinds = await events(id);
       expect(kinds.filter((k) => k === 'call.completed' || k === 'call.failed')).toHaveLength(1);
       const history = await platform.temporal.client.workflow.getHandle(`call-${id}`).fetchHistory();
-      return { name: `call-${id}.json`, text: '', history };
+      return { name: `call-${id}.json`, history };
     }));
     // Those hung up once ringing or answered had progress written locally first.
     const progressed = histories.filter(({ history }) => activitySteps(history).some(([name, kind]) => name === 'recordCallProgress' && kind === 'local'));

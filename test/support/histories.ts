@@ -9,7 +9,7 @@ const { History } = proto.temporal.api.history.v1;
 export interface RecordedHistory {
   name: string;
   text: string;
-  history: proto.temporal.api.history.v1.History;
+  history: proto.temporal.api.history.v1.IHistory;
 }
 
 /** The recorded histories of a folder (scripts/record-histories.ts). */
@@ -24,7 +24,7 @@ export function recordedHistories(dir: URL): RecordedHistory[] {
  * Replays recorded histories against the run's workflow bundle: what each one's replay failed
  * with (nondeterminism: a step added, removed or reordered without `patched`), and how many ran.
  */
-export async function replayHistories(recorded: RecordedHistory[]): Promise<{ failures: string[]; replayed: number }> {
+export async function replayHistories(recorded: readonly Pick<RecordedHistory, 'name' | 'history'>[]): Promise<{ failures: string[]; replayed: number }> {
   const histories = recorded.map(({ name, history }) => ({ workflowId: name.replace(/\.json$/, ''), history }));
   const failures: string[] = [];
   let replayed = 0;
