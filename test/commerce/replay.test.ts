@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import proto from '@temporalio/proto';
-import { activitySteps, itReplaysEveryHistory, recordedHistories } from '../support/histories.ts';
+import { activitySteps, itReplaysEveryHistory, recordedHistories, stepPath } from '../support/histories.ts';
 
 const files = recordedHistories(new URL('./histories/', import.meta.url));
 
@@ -16,7 +16,7 @@ describe('order workflow replay', () => {
       const steps = activitySteps(history);
       expect(steps[0]).toEqual(['createOrder', 'activity']);
       const last = history.events!.at(-1)!.eventType;
-      paths.add(`${steps.map(([name]) => name).join(',')}${last === proto.temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED ? ' (refused)' : ''}`);
+      paths.add(`${stepPath(history)}${last === proto.temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED ? ' (refused)' : ''}`);
     }
     expect([...paths].sort()).toEqual([
       'createOrder', 'createOrder (refused)', 'createOrder,cancelOrder', 'createOrder,fulfillOrder', 'createOrder,markFulfillmentDelayed,fulfillOrder',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { activitySteps, itReplaysEveryHistory, recordedHistories } from '../support/histories.ts';
+import { activitySteps, itReplaysEveryHistory, recordedHistories, stepPath } from '../support/histories.ts';
 
 const files = recordedHistories(new URL('./histories/', import.meta.url));
 
@@ -16,7 +16,7 @@ describe('payment workflow replay', () => {
     for (const { history } of files) {
       const steps = activitySteps(history);
       expect(steps.every(([name, kind]) => kind === 'activity' || name === 'recordPayment')).toBe(true);
-      paths.add(steps.map(([name, kind]) => `${name}${kind === 'local' ? '(local)' : ''}`).join(','));
+      paths.add(stepPath(history, { markLocal: true }));
     }
     expect([...paths].sort()).toEqual(expect.arrayContaining([
       'recordPayment,chargePayment',

@@ -44,6 +44,14 @@ export function itReplaysEveryHistory(recorded: RecordedHistory[]): void {
   });
 }
 
+/** A local activity's marker in a history: its activity type and its result (undefined for another event). */
+function localActivityMarker(e: proto.temporal.api.history.v1.IHistoryEvent): { type: string; result: () => unknown } | undefined {
+  const marker = e.markerRecordedEventAttributes;
+  if (marker?.markerName !== 'core_local_activity') return undefined;
+  const payload = (name: 'data' | 'result') => JSON.parse(Buffer.from(marker.details![name]!.payloads![0]!.data!).toString()) as unknown;
+  return { type: (payload('data') as { activity_type: string }).activity_type, result: () => payload('result') };
+}
+
 /**
  * The activities a workflow's history shows, in order: `activity` for one scheduled on the server,
  * `local` for a local activity (a marker whose data names the activity type).
@@ -52,20 +60,23 @@ export function activitySteps(history: proto.temporal.api.history.v1.IHistory): 
   return (history.events ?? []).flatMap((e): [string, 'activity' | 'local'][] => {
     const scheduled = e.activityTaskScheduledEventAttributes?.activityType?.name;
     if (scheduled) return [[scheduled, 'activity']];
-    const marker = e.markerRecordedEventAttributes;
-    if (marker?.markerName !== 'core_local_activity') return [];
-    const data = JSON.parse(Buffer.from(marker.details!.data!.payloads![0]!.data!).toString()) as { activity_type: string };
-    return [[data.activity_type, 'local']];
+    const local = localActivityMarker(e);
+    return local ? [[local.type, 'local']] : [];
   });
+}
+
+/**
+ * A history's path, for the replay tests' check that every path was recorded: its activities'
+ * names in order, joined by commas; with `markLocal`, a local one as `name(local)`.
+ */
+export function stepPath(history: proto.temporal.api.history.v1.IHistory, opts: { markLocal?: boolean } = {}): string {
+  return activitySteps(history).map(([name, kind]) => (opts.markLocal && kind === 'local' ? `${name}(local)` : name)).join(',');
 }
 
 /** The results of a workflow's local activities of one type, in order (each one's marker keeps its result). */
 export function localActivityResults<T>(history: proto.temporal.api.history.v1.IHistory, type: string): T[] {
   return (history.events ?? []).flatMap((e): T[] => {
-    const marker = e.markerRecordedEventAttributes;
-    if (marker?.markerName !== 'core_local_activity') return [];
-    const data = JSON.parse(Buffer.from(marker.details!.data!.payloads![0]!.data!).toString()) as { activity_type: string };
-    if (data.activity_type !== type) return [];
-    return [JSON.parse(Buffer.from(marker.details!.result!.payloads![0]!.data!).toString()) as T];
+    const local = localActivityMarker(e);
+    return local?.type === type ? [local.result() as T] : [];
   });
 }
