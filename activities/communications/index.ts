@@ -73,9 +73,14 @@ export function createCommunicationsActivities({ orm, telephony, temporal, logge
       return { status: state.status, duration: state.duration, quality: state.quality, events: state.events };
     },
 
-    async hangUpLeg(input: { carrierCallId: string; livemode: boolean }): Promise<LegProgress> {
-      const state = await carrierCall(() => carrierOf(input.livemode).hangUp(input.carrierCallId));
-      return { status: state.status, duration: state.duration, quality: state.quality };
+    /**
+     * Ends the leg; with `unansweredOnly` (a ring timeout) only a leg that has not been answered is
+     * canceled, and an answered one is left to go on: its events say what the callbacks have not yet.
+     */
+    async hangUpLeg(input: { carrierCallId: string; livemode: boolean; unansweredOnly?: boolean }): Promise<LegProgress & { events: StatusCallback[] }> {
+      const carrier = carrierOf(input.livemode);
+      const state = await carrierCall(() => (input.unansweredOnly ? carrier.cancel(input.carrierCallId) : carrier.hangUp(input.carrierCallId)));
+      return { status: state.status, duration: state.duration, quality: state.quality, events: state.events };
     },
 
     async recordCallProgress(input: CallRef & { legId: string; status: CallStatusValue }): Promise<CallView> {

@@ -11,6 +11,7 @@ export const TO = {
   poorQuality: '+15005550004',
   chaotic: '+15005550005',
   longCall: '+15005550006',
+  lostCallbacks: '+15005550007',
 } as const;
 
 /** Rents a number with the given features and returns it (E.164). */

@@ -119,7 +119,7 @@ export async function callWorkflow(input: CallWorkflowInput): Promise<CallView> 
     // Counted from when the carrier accepted the leg (not from before the dial, which may be retried).
     const ringDeadline = Date.now() + input.ringTimeout * secondMs;
     let lastHeard = Date.now();
-    const end = (state: LegProgress): LegEnd => ({ legId, ...state });
+    const end = ({ status, duration, quality }: LegProgress): LegEnd => ({ legId, status, duration, quality });
 
     for (;;) {
       if (hangupRequested) {
@@ -141,10 +141,15 @@ export async function callWorkflow(input: CallWorkflowInput): Promise<CallView> 
       }
       const answered = statusRank(legStatus.value) >= statusRank('in_progress');
       if (!answered && Date.now() >= ringDeadline) {
-        // ring_timeout: stop ringing. If the carrier answered in the meantime the leg goes on as answered.
-        const state = await carrier.hangUpLeg({ carrierCallId: dialed.carrierCallId, livemode: input.livemode });
+        // ring_timeout: stop ringing. A leg the carrier answered meanwhile (its callback not seen yet:
+        // late, or lost) is left alone, and goes on as answered with the events the carrier gave.
+        const state = await carrier.hangUpLeg({ carrierCallId: dialed.carrierCallId, livemode: input.livemode, unansweredOnly: true });
         if (state.status === 'canceled') return end({ status: 'no_answer', duration: 0, quality: [] });
-        return end(state);
+        if (state.status !== 'in_progress') return end(state);
+        for (const cb of state.events) accept(cb);
+        if (!inbox.some((cb) => cb.event === 'answered')) await advance(legId, 'in_progress', legStatus);
+        lastHeard = Date.now();
+        continue;
       }
       const pollAt = lastHeard + SILENCE_SECONDS * secondMs;
       const wakeAt = answered ? pollAt : Math.min(pollAt, ringDeadline);

@@ -24,6 +24,7 @@ export const SANDBOX_CALL_SCENARIOS = {
   '+15005550004': 'poor_quality',
   '+15005550005': 'chaotic_callbacks',
   '+15005550006': 'long_call',
+  '+15005550007': 'lost_callbacks',
 } as const;
 export type CallScenario = (typeof SANDBOX_CALL_SCENARIOS)[keyof typeof SANDBOX_CALL_SCENARIOS] | 'answered';
 
@@ -114,7 +115,10 @@ export class SandboxTelephony implements TelephonyAdapter {
 
   /** Sends the leg's callbacks at their times, with the carrier's duplicates and reorderings. */
   private schedule(row: CallRow, req: PlaceCallRequest, deliver: (cb: StatusCallback) => Promise<void>): void {
-    const events = this.timeline(row, req).events;
+    // The lost_callbacks scenario's callbacks stop after ringing: the answer and the end are only
+    // learnt by asking the carrier (fetchCall, cancel).
+    const all = this.timeline(row, req).events;
+    const events = row.scenario === 'lost_callbacks' ? all.filter(({ cb }) => cb.event === 'initiated' || cb.event === 'ringing') : all;
     const random = seeded(`${row.carrier_call_id}:delivery`);
     const chaotic = row.scenario === 'chaotic_callbacks';
     const timers: NodeJS.Timeout[] = [];
@@ -205,9 +209,19 @@ export class SandboxTelephony implements TelephonyAdapter {
   }
 
   async hangUp(carrierCallId: string): Promise<CarrierCallState> {
+    return this.end(carrierCallId, ['completed']);
+  }
+
+  async cancel(carrierCallId: string): Promise<CarrierCallState> {
+    return this.end(carrierCallId, ['answered', 'completed']);
+  }
+
+  /** Hangs the leg up, unless its last event so far is one of `leaveAfter` (then it is left as it is). */
+  private async end(carrierCallId: string, leaveAfter: StatusCallback['event'][]): Promise<CarrierCallState> {
     const now = Date.now();
     const before = this.stateAt(await this.row(carrierCallId), now);
-    if (before.events.at(-1)?.event === 'completed') return before;
+    const last = before.events.at(-1)?.event;
+    if (last && leaveAfter.includes(last)) return before;
     for (const t of this.timers.get(carrierCallId) ?? []) clearTimeout(t);
     this.timers.delete(carrierCallId);
     const [row] = await this.query<CallRow>(

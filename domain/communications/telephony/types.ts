@@ -77,6 +77,11 @@ export interface TelephonyAdapter {
   fetchCall(carrierCallId: string): Promise<CarrierCallState>;
   /** Ends the leg (answered: completed; not yet answered: canceled); a finished leg is left as it is. */
   hangUp(carrierCallId: string): Promise<CarrierCallState>;
+  /**
+   * Cancels a leg that has not been answered (canceled); an answered or finished leg is left as it
+   * is and its state returned (Twilio's `Status=canceled`): a ring timeout never cuts off an answer.
+   */
+  cancel(carrierCallId: string): Promise<CarrierCallState>;
   /** The recording (WAV) of an answered leg that recorded, or null. */
   fetchRecording(carrierCallId: string): Promise<Buffer | null>;
   searchNumbers(search: NumberSearch): Promise<string[]>;
