@@ -123,11 +123,16 @@ describe('calls on the sandbox carrier', () => {
     const call = await waitForCall(http, key, (await place({ to_number: TO.chaotic })).body.id);
     expect(call).toMatchObject({ status: 'completed', duration: 30 });
     const handle = platform.temporal.client.workflow.getHandle(call.workflow_id);
+    await handle.result(); // the call is written completed before its workflow task (and workflow) completes
     const history = await handle.fetchHistory();
-    const signals = (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes).length;
-    expect(signals).toBeGreaterThanOrEqual(8); // four callbacks, each delivered twice
+    const signaled = (history.events ?? []).flatMap((e) => e.workflowExecutionSignaledEventAttributes?.input?.payloads ?? [])
+      .map((p) => (JSON.parse(Buffer.from(p.data!).toString()) as { event: string }).event);
+    // Four callbacks, each delivered twice: both copies of the first three came long before the end;
+    // the end's second copy may come after the call ended, when there is no workflow left to take it.
+    expect(signaled.filter((e) => e !== 'completed').sort()).toEqual(['answered', 'answered', 'initiated', 'initiated', 'ringing', 'ringing']);
+    expect(signaled.filter((e) => e === 'completed').length).toBeGreaterThanOrEqual(1);
     const state = await handle.query<any>('callState');
-    expect(state.duplicatesIgnored).toBeGreaterThanOrEqual(4);
+    expect(state.duplicatesIgnored).toBeGreaterThanOrEqual(3);
     expect(state.staleIgnored).toBeGreaterThanOrEqual(1); // ringing and initiated after answered
     // The call's status after each progress write, in order: never backwards.
     const recorded = localActivityResults<{ status: string }>(history, 'recordCallProgress').map((view) => view.status);
@@ -167,7 +172,9 @@ describe('calls on the sandbox carrier', () => {
     expect(bytes.readUInt32LE(24)).toBe(8000);
     expect(bytes.readUInt32LE(40)).toBe(bytes.length - 44);
     expect(await events(res.body.id)).toEqual(['call.initiated', 'call.completed', 'call.recording.ready']);
-    const steps = activitySteps(await platform.temporal.client.workflow.getHandle(done.workflow_id).fetchHistory());
+    const handle = platform.temporal.client.workflow.getHandle(done.workflow_id);
+    await handle.result(); // the recording is written ready before its workflow task (with its marker) completes
+    const steps = activitySteps(await handle.fetchHistory());
     expect(steps.slice(-2)).toEqual([['finishCall', 'local'], ['collectRecording', 'local']]);
   });
 

@@ -147,7 +147,7 @@ export async function callWorkflow(input: CallWorkflowInput): Promise<CallView> 
         if (state.status === 'canceled') return end({ status: 'no_answer', duration: 0, quality: [] });
         if (state.status !== 'in_progress') return end(state);
         for (const cb of state.events) accept(cb);
-        if (!inbox.some((cb) => cb.event === 'answered')) await advance(legId, 'in_progress', legStatus);
+        if (!inbox.some((cb) => cb.carrierCallId === dialed.carrierCallId && cb.event === 'answered')) await advance(legId, 'in_progress', legStatus);
         lastHeard = Date.now();
         continue;
       }
