@@ -106,6 +106,17 @@ const activityTracing: ActivityInterceptorsFactory = (ctx) => ({
 /** Every worker's activity interceptors: tracing, log context, and 4xx ApiErrors made non-retryable refusals. */
 export const ACTIVITY_INTERCEPTORS = [activityTracing, activityLogContext, activityRefusals] as const;
 
+/**
+ * Finer buckets (milliseconds) for the SDK's latencies that say whether the workers keep up: its
+ * defaults start at 100 ms, so a p99 of 20 ms read as 99 ms on the dashboard.
+ */
+const LATENCY_MS = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000];
+const SDK_LATENCY_BUCKETS = {
+  workflow_task_schedule_to_start_latency: LATENCY_MS,
+  activity_schedule_to_start_latency: LATENCY_MS,
+  workflow_task_execution_latency: LATENCY_MS,
+};
+
 let runtimeInstalled = false;
 /** The SDK's runtime, once per process (its logger, and its metrics when a bind address is given). */
 export function installRuntime(level: string, metricsBindAddress: string | undefined): void {
@@ -121,7 +132,7 @@ export function installRuntime(level: string, metricsBindAddress: string | undef
     // other signal has its usual effect on the whole process.
     shutdownSignals: [],
     // The SDK's own metrics (pollers, task slots, schedule-to-start latencies) for Prometheus.
-    ...(metricsBindAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress: metricsBindAddress } } } } : {}),
+    ...(metricsBindAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress: metricsBindAddress, histogramBucketOverrides: SDK_LATENCY_BUCKETS } } } } : {}),
   });
 }
 

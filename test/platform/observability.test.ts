@@ -3,14 +3,27 @@ import { spanExporter } from './support/tracing.ts';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { trace } from '@opentelemetry/api';
 import { Client } from '@temporalio/client';
+import { readFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { PROJECT_ROOT } from '../../platform/executables.ts';
+import { metricsRegistry } from '../../platform/metrics.ts';
 import { usePlatform } from '../support/use-platform.ts';
 import { cardBody, waitForPayment } from '../payments/support.ts';
+import { dashboardQueries, exposition, promqlNames } from './support/dashboard.ts';
 
 const lines: string[] = [];
 const sink = { write: (line: string) => lines.push(line) };
 const tracer = trace.getTracer('observability-test');
-const t = usePlatform({ worker: true, log: { out: sink, err: sink }, env: { LOG_LEVEL: 'info' } });
+/** The Temporal SDK's own Prometheus endpoint (its runtime's telemetry options), on a free port. */
+const sdkMetricsPort = await new Promise<number>((ok) => {
+  const probe = createServer().listen(0, '127.0.0.1', () => {
+    const { port } = probe.address() as AddressInfo;
+    probe.close(() => ok(port));
+  });
+});
+const t = usePlatform({ worker: true, log: { out: sink, err: sink }, env: { LOG_LEVEL: 'info', TEMPORAL_METRICS_BIND_ADDRESS: `127.0.0.1:${sdkMetricsPort}` } });
 
 /** The value of a sample line `name{labels} value` in a Prometheus text page, or 0 when absent. */
 function sample(page: string, name: string, labels: Record<string, string>): number {
@@ -73,6 +86,48 @@ describe('GET /metrics', () => {
       api.deps.config.METRICS_TOKEN = undefined;
       await api.close();
     }
+  });
+});
+
+/** Labels Prometheus adds to every series it scrapes (the dashboard groups by them). */
+const TARGET_LABELS = new Set(['job', 'instance']);
+const DASHBOARD = join(PROJECT_ROOT, 'deploy/observability/grafana/dashboards/business-platform.json');
+
+describe('the Grafana dashboard (deploy/observability)', () => {
+  it('queries only metrics and labels that the API and worker process and the Temporal SDK export', async () => {
+    const payment = await t.http('/v3/payments/process', { key: t.key, body: { amount: 1200, currency: 'USD', payment_method: cardBody('4242424242424242') } });
+    expect(payment.status).toBe(201);
+    await waitForPayment(t.http, t.key, payment.body.id, (p) => p.status === 'succeeded');
+    const sdkPage = await (await fetch(`http://127.0.0.1:${sdkMetricsPort}/metrics`)).text();
+    const sdk = exposition(sdkPage);
+    const exported = new Map([...exposition(await metricsPage()), ...sdk]);
+    // A metric of ours that nothing has observed yet has no samples: its name and labels come from its definition.
+    for (const metric of metricsRegistry.getMetricsAsArray()) {
+      const { name, type, labelNames = [] } = metric as typeof metric & { labelNames?: string[] };
+      const names = String(type) === 'histogram' ? [`${name}_bucket`, `${name}_sum`, `${name}_count`] : [name];
+      for (const n of names) exported.set(n, new Set([...(exported.get(n) ?? []), ...labelNames, ...(n.endsWith('_bucket') ? ['le'] : [])]));
+    }
+
+    const queries = dashboardQueries(JSON.parse(readFileSync(DASHBOARD, 'utf8')));
+    const problems: string[] = [];
+    for (const q of queries) {
+      const { metrics, labels } = promqlNames(q.expr);
+      if (!metrics.length) problems.push(`${q.panel}: no metric in ${q.expr}`);
+      for (const m of metrics) {
+        if (!exported.has(m)) problems.push(`${q.panel}: ${m} is not exported`);
+        else for (const l of labels) if (!TARGET_LABELS.has(l) && !exported.get(m)!.has(l)) problems.push(`${q.panel}: ${m} has no label ${l}`);
+      }
+    }
+    expect(problems).toEqual([]);
+    // The SDK's own metrics are on it, with the finer schedule-to-start buckets (worker/worker.ts).
+    expect(queries.filter((q) => promqlNames(q.expr).metrics.some((m) => sdk.has(m))).length).toBeGreaterThanOrEqual(4);
+    expect(sdkPage).toMatch(/temporal_workflow_task_schedule_to_start_latency_bucket\{[^}]*le="25"\}/);
+  });
+
+  it('would catch a panel on a metric nobody exports', () => {
+    expect(promqlNames('histogram_quantile(0.99, sum by (le, route) (rate(bp_http_request_duration_seconds_bucket{status_class="5xx"}[5m])))'))
+      .toEqual({ metrics: ['bp_http_request_duration_seconds_bucket'], labels: ['le', 'route', 'status_class'] });
+    expect(promqlNames('sum(rate(bp_no_such_total[1m])) / on (job) group_left sum(up)').metrics).toEqual(['bp_no_such_total', 'up']);
   });
 });
 
