@@ -12,6 +12,7 @@ import { metricsRegistry } from '../../platform/metrics.ts';
 import { usePlatform } from '../support/use-platform.ts';
 import { cardBody, waitForPayment } from '../payments/support.ts';
 import { dashboardQueries, exposition, promqlNames } from './support/dashboard.ts';
+import { eventually, startReceiver } from '../webhooks/support/receiver.ts';
 
 const lines: string[] = [];
 const sink = { write: (line: string) => lines.push(line) };
@@ -23,12 +24,17 @@ const sdkMetricsPort = await new Promise<number>((ok) => {
     probe.close(() => ok(port));
   });
 });
-const t = usePlatform({ worker: true, log: { out: sink, err: sink }, env: { LOG_LEVEL: 'info', TEMPORAL_METRICS_BIND_ADDRESS: `127.0.0.1:${sdkMetricsPort}` } });
+const t = usePlatform({ worker: true, log: { out: sink, err: sink }, env: {
+    LOG_LEVEL: 'info', TEMPORAL_METRICS_BIND_ADDRESS: `127.0.0.1:${sdkMetricsPort}`,
+    // Webhooks to a receiver on loopback, retried at once.
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_SCHEDULE: '100ms,100ms', EVENT_DISPATCH_SWEEP_MS: '500',
+  },
+});
 
 /** The value of a sample line `name{labels} value` in a Prometheus text page, or 0 when absent. */
-function sample(page: string, name: string, labels: Record<string, string>): number {
+function sample(page: string, name: string, labels: Record<string, string> = {}): number {
   const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  const line = page.split('\n').find((l) => l.startsWith(`${name}{`) && wanted.every((w) => l.includes(w)));
+  const line = page.split('\n').find((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && wanted.every((w) => l.includes(w)));
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
 }
 
@@ -70,6 +76,42 @@ describe('GET /metrics', () => {
     expect(threadHeap('used')).toBeGreaterThan(0); // the workflow thread's own heap, not the main thread's
     expect(threadHeap('total')).toBeGreaterThanOrEqual(threadHeap('used'));
     expect(threadHeap('limit')).toBeGreaterThan(threadHeap('total'));
+  });
+
+  it('measures webhook deliveries: attempts by outcome, and the lag from an event to its delivery', async () => {
+    const receiver = await startReceiver();
+    let endpointId: string | undefined;
+    try {
+      // The first attempt fails, its retry is delivered.
+      receiver.reply = () => (receiver.received.length === 1 ? { status: 503, body: 'busy' } : { status: 200, body: 'ok' });
+      // Earlier tests' events go out first: only this test's payment may reach the endpoint.
+      await eventually(async () => (await t.platform.sql('select 1 from events where dispatched_at is null limit 1')).length === 0);
+      const endpoint = await t.http('/v3/webhooks', { key: t.key, body: { url: receiver.url, events: ['payment.succeeded'] } });
+      expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(201);
+      endpointId = endpoint.body.id;
+      const before = await metricsPage();
+      const startedAt = Date.now();
+      const payment = await t.http('/v3/payments/process', { key: t.key, body: { amount: 900, currency: 'USD', payment_method: cardBody('4242424242424242') } });
+      expect(payment.status).toBe(201);
+      await receiver.waitFor(2);
+      const delta = (page: string, name: string, labels?: Record<string, string>) => sample(page, name, labels) - sample(before, name, labels);
+      // The delivered attempt is counted once it is recorded, just after the receiver answered.
+      const after = await eventually(async () => {
+        const page = await metricsPage();
+        return delta(page, 'bp_webhook_delivery_attempts_total', { outcome: 'delivered' }) >= 1 && page;
+      });
+      const elapsedS = (Date.now() - startedAt) / 1000;
+      expect(delta(after, 'bp_webhook_delivery_attempts_total', { outcome: 'failed' })).toBe(1);
+      expect(delta(after, 'bp_webhook_delivery_attempts_total', { outcome: 'delivered' })).toBe(1);
+      expect(delta(after, 'bp_webhook_delivery_lag_seconds_count')).toBe(1);
+      // From the event's creation to the retry's success: after the first attempt, within the test's time.
+      const lag = delta(after, 'bp_webhook_delivery_lag_seconds_sum');
+      expect(lag).toBeGreaterThan(0.1);
+      expect(lag).toBeLessThanOrEqual(elapsedS);
+    } finally {
+      if (endpointId) expect((await t.http(`/v3/webhooks/${endpointId}`, { key: t.key, method: 'DELETE' })).status).toBe(200);
+      await receiver.close();
+    }
   });
 
   it('answers only the same host, or the bearer of METRICS_TOKEN', async () => {
