@@ -3,6 +3,7 @@ import { Migration0090IdentityUsersSessions } from '../../db/migrations/0090-ide
 import { Migration0091IdentityOauth } from '../../db/migrations/0091-identity-oauth.ts';
 import { Migration0092IdentityOauthKeyActivation } from '../../db/migrations/0092-identity-oauth-key-activation.ts';
 import { Migration0093IdentityViewerTokensRead } from '../../db/migrations/0093-identity-viewer-tokens-read.ts';
+import { Migration0150LoginThrottleGcra } from '../../db/migrations/0150-login-throttle-gcra.ts';
 import { defineArea } from '../../platform/area.ts';
 
 /**
@@ -17,6 +18,7 @@ export const identityArea = defineArea({
     { name: '0091-identity-oauth', class: Migration0091IdentityOauth },
     { name: '0092-identity-oauth-key-activation', class: Migration0092IdentityOauthKeyActivation },
     { name: '0093-identity-viewer-tokens-read', class: Migration0093IdentityViewerTokensRead },
+    { name: '0150-login-throttle-gcra', class: Migration0150LoginThrottleGcra },
   ],
   pages: { prefixes: ['/dashboard/session', '/oauth', '/.well-known/'], mount: mountIdentityPages },
 });

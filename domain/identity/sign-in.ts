@@ -13,14 +13,20 @@ export async function checkSignIn(
   pool: Pool, throttle: LoginThrottle, input: { email: string; password: string; accountId?: string; ip: string },
 ): Promise<Credentials> {
   const attempt = { email: input.email, accountId: input.accountId, ip: input.ip };
-  const blocked = await throttle.blockedFor(attempt);
+  // Counted before the password is checked (a failure unless it succeeds), so parallel guesses cannot all pass.
+  const blocked = await throttle.admit(attempt);
   if (blocked > 0) throw signInThrottled(blocked);
-  const credentials = await findCredentials(pool, input.email, input.accountId);
-  const ok = await verifyPassword(credentials?.passwordHash ?? null, input.password);
-  if (!ok || !credentials) {
-    await throttle.recordFailure(attempt);
-    throw signInFailed();
+  let credentials: Credentials | null;
+  let ok: boolean;
+  try {
+    credentials = await findCredentials(pool, input.email, input.accountId);
+    ok = await verifyPassword(credentials?.passwordHash ?? null, input.password);
+  } catch (err) {
+    // Not checked (the database is down): not a failure of the person signing in.
+    await throttle.release(attempt).catch(() => undefined);
+    throw err;
   }
+  if (!ok || !credentials) throw signInFailed();
   await throttle.recordSuccess(attempt);
   return credentials;
 }

@@ -1,15 +1,23 @@
 import type { Pool } from 'pg';
 
 /**
- * The sign-in throttle: failed sign-ins are counted per email (in each account tried, and across
- * accounts) and per client address, in fixed windows (aligned to the epoch). Once a bucket has
- * `limit` failures in the current window, every attempt it covers is refused with 429 until the
- * window ends — the right password included, so a guesser learns nothing from the refusal.
+ * The sign-in throttle: attempts are counted per email (in each account tried, and across
+ * accounts) and per client address, each bucket allowing `limit` failures per `windowMs` — as a
+ * rate, not in fixed windows: the generic cell rate algorithm (GCRA). A bucket keeps a theoretical
+ * arrival time `tat`; each counted attempt moves it one emission interval (`windowMs / limit`) past
+ * `max(tat, now)`, and an attempt that would take it more than `windowMs` ahead is refused. So a
+ * burst of `limit` failures is allowed, then one more per emission interval, and no instant (a
+ * window's end) lets a guesser make twice the allowance. A refused attempt is refused whatever the
+ * password, with the time until the next one is allowed; it is not counted.
  *
- * Unlike the admin API's FailedAuthThrottle (in memory, per process), the counts are kept in
+ * An attempt is counted before its password is checked (`admit`), in one statement per attempt,
+ * so attempts sent in parallel cannot all pass a check made before any of them was counted. A
+ * success clears the email's buckets and gives back the address's count (an office behind one
+ * address signing in all day is not throttled by its successes).
+ *
+ * Unlike the admin API's FailedAuthThrottle (in memory, per process), the state is kept in
  * PostgreSQL (`login_throttle`): the dashboard and the OAuth login form are public, and behind a
- * load balancer each API process would otherwise multiply the allowance. A success clears the
- * email's buckets (not the address's).
+ * load balancer each API process would otherwise multiply the allowance.
  */
 export interface ThrottleLimits {
   /** Failures per email (and per email in one account) per window. */
@@ -23,14 +31,7 @@ export const DEFAULT_THROTTLE: ThrottleLimits = { perEmail: 5, perIp: 50, window
 
 export interface LoginAttempt { email: string; accountId?: string; ip: string }
 
-function buckets(a: LoginAttempt, limits: ThrottleLimits): { bucket: string; limit: number }[] {
-  const email = a.email.trim().toLowerCase().slice(0, 256);
-  return [
-    { bucket: `email:${email}`, limit: limits.perEmail },
-    ...(a.accountId ? [{ bucket: `account:${a.accountId.slice(0, 64)}:${email}`, limit: limits.perEmail }] : []),
-    { bucket: `ip:${a.ip.slice(0, 64)}`, limit: limits.perIp },
-  ];
-}
+interface Bucket { bucket: string; intervalMs: number; ip: boolean }
 
 export class LoginThrottle {
   readonly limits: ThrottleLimits;
@@ -43,37 +44,60 @@ export class LoginThrottle {
     this.now = now;
   }
 
-  private window(): { start: Date; endsInMs: number } {
-    const now = this.now();
-    const start = Math.floor(now / this.limits.windowMs) * this.limits.windowMs;
-    return { start: new Date(start), endsInMs: start + this.limits.windowMs - now };
+  private buckets(a: LoginAttempt): Bucket[] {
+    const email = a.email.trim().toLowerCase().slice(0, 256);
+    const perEmail = this.limits.windowMs / this.limits.perEmail;
+    return [
+      { bucket: `email:${email}`, intervalMs: perEmail, ip: false },
+      ...(a.accountId ? [{ bucket: `account:${a.accountId.slice(0, 64)}:${email}`, intervalMs: perEmail, ip: false }] : []),
+      { bucket: `ip:${a.ip.slice(0, 64)}`, intervalMs: this.limits.windowMs / this.limits.perIp, ip: true },
+    ];
   }
 
-  /** Milliseconds until the attempt may be tried; 0 when no bucket it falls in is full. */
-  async blockedFor(a: LoginAttempt): Promise<number> {
-    const { start, endsInMs } = this.window();
-    const all = buckets(a, this.limits);
-    const { rows } = await (await this.pool()).query<{ bucket: string; failures: number }>(
-      'select bucket, failures from login_throttle where bucket = any($1) and window_start = $2',
-      [all.map((b) => b.bucket), start],
-    );
-    const full = rows.some((r) => r.failures >= all.find((b) => b.bucket === r.bucket)!.limit);
-    return full ? endsInMs : 0;
-  }
-
-  async recordFailure(a: LoginAttempt): Promise<void> {
-    const { start } = this.window();
-    await (await this.pool()).query(
-      `insert into login_throttle (bucket, window_start, failures) select unnest($1::text[]), $2, 1
+  /**
+   * Counts the attempt in each of its buckets, or refuses it: 0 when it may go on (and is counted,
+   * as a failure until `recordSuccess`), else the milliseconds until it would be allowed (nothing
+   * counted).
+   */
+  async admit(a: LoginAttempt): Promise<number> {
+    const now = new Date(this.now());
+    const all = this.buckets(a);
+    const pool = await this.pool();
+    // Counted first, then judged: the row locks of the upsert order parallel attempts, and each sees the ones before it.
+    const { rows } = await pool.query<{ tat_ms: number }>(
+      `insert into login_throttle as l (bucket, tat, failures)
+       select bucket, $3::timestamptz + interval_ms * interval '1 millisecond', 1 from unnest($1::text[], $2::float8[]) as u(bucket, interval_ms)
        on conflict (bucket) do update set
-         failures = case when login_throttle.window_start = excluded.window_start then login_throttle.failures + 1 else 1 end,
-         window_start = excluded.window_start`,
-      [buckets(a, this.limits).map((b) => b.bucket), start],
+         tat = greatest(l.tat, $3::timestamptz) + (excluded.tat - $3::timestamptz),
+         failures = case when l.tat <= $3::timestamptz then 1 else l.failures + 1 end
+       returning (extract(epoch from l.tat) * 1000)::float8 as tat_ms`,
+      [all.map((b) => b.bucket), all.map((b) => b.intervalMs), now],
     );
+    const over = Math.max(0, ...rows.map((r) => r.tat_ms - now.getTime() - this.limits.windowMs));
+    if (over === 0) return 0;
+    await this.giveBack(pool, all);
+    return Math.max(1, Math.ceil(over));
   }
 
+  /** A successful sign-in: the email's buckets are emptied, the address's count given back. */
   async recordSuccess(a: LoginAttempt): Promise<void> {
-    const emailBuckets = buckets(a, this.limits).filter((b) => !b.bucket.startsWith('ip:')).map((b) => b.bucket);
-    await (await this.pool()).query('delete from login_throttle where bucket = any($1)', [emailBuckets]);
+    const all = this.buckets(a);
+    const pool = await this.pool();
+    await pool.query('delete from login_throttle where bucket = any($1)', [all.filter((b) => !b.ip).map((b) => b.bucket)]);
+    await this.giveBack(pool, all.filter((b) => b.ip));
+  }
+
+  /** Takes an attempt counted by `admit` off its buckets again. */
+  async release(a: LoginAttempt): Promise<void> {
+    await this.giveBack(await this.pool(), this.buckets(a));
+  }
+
+  private async giveBack(pool: Pool, buckets: Bucket[]): Promise<void> {
+    await pool.query(
+      `update login_throttle l set tat = l.tat - u.interval_ms * interval '1 millisecond', failures = greatest(l.failures - 1, 0)
+         from unnest($1::text[], $2::float8[]) as u(bucket, interval_ms)
+        where l.bucket = u.bucket`,
+      [buckets.map((b) => b.bucket), buckets.map((b) => b.intervalMs)],
+    );
   }
 }
