@@ -25,39 +25,42 @@ export interface AdminContext {
 }
 
 /**
- * Failed admin-token attempts per client address, in fixed windows of one minute (aligned to the
- * minute, UTC): after `limit` failures in a window every call from that address is refused with
- * TOO_MANY_REQUESTS until the window ends, the right token included. In memory and per process:
- * the admin API is internal, and a guesser is still held to `limit` tries a minute per process.
+ * Failed admin-token attempts per client address: `limit` per `windowMs` as a rate (the generic
+ * cell rate algorithm, as the sign-in throttle, domain/identity/throttle.ts): a burst of `limit`
+ * failures, then one more per `windowMs / limit`; no window's end hands out a second allowance.
+ * A throttled address is refused with TOO_MANY_REQUESTS, the right token included. In memory and
+ * per process: the admin API is internal, and a guesser is still held to `limit` tries a minute
+ * per process.
  */
 export class FailedAuthThrottle {
   readonly limit: number;
   readonly windowMs: number;
-  private window = -1;
-  private readonly failures = new Map<string, number>();
+  /** Each address's theoretical arrival time (ms); an entry in the past holds nothing back. */
+  private readonly tat = new Map<string, number>();
+  private nextSweep = 0;
 
   constructor(limit = 10, windowMs = 60_000) {
     this.limit = limit;
     this.windowMs = windowMs;
   }
 
-  private roll(now: number): void {
-    const window = Math.floor(now / this.windowMs);
-    if (window !== this.window) {
-      this.window = window;
-      this.failures.clear(); // every count belongs to the window that ended
-    }
+  private get intervalMs(): number {
+    return this.windowMs / this.limit;
   }
 
   /** Milliseconds until `clientIp` may try again; 0 when it is not throttled. */
   blockedFor(clientIp: string, now = Date.now()): number {
-    this.roll(now);
-    return (this.failures.get(clientIp) ?? 0) >= this.limit ? (this.window + 1) * this.windowMs - now : 0;
+    const over = Math.max(this.tat.get(clientIp) ?? now, now) + this.intervalMs - now - this.windowMs;
+    return over > 0 ? Math.ceil(over) : 0;
   }
 
   recordFailure(clientIp: string, now = Date.now()): void {
-    this.roll(now);
-    this.failures.set(clientIp, (this.failures.get(clientIp) ?? 0) + 1);
+    if (now >= this.nextSweep) {
+      // Addresses that hold nothing back any more are forgotten, once a window.
+      for (const [ip, tat] of this.tat) if (tat <= now) this.tat.delete(ip);
+      this.nextSweep = now + this.windowMs;
+    }
+    this.tat.set(clientIp, Math.max(this.tat.get(clientIp) ?? now, now) + this.intervalMs);
   }
 }
 

@@ -119,16 +119,26 @@ describe('tRPC admin API', () => {
 });
 
 describe('FailedAuthThrottle', () => {
-  it('counts failures per address in minute windows aligned to the minute, and forgets them when the window ends', () => {
+  it('allows a burst of the limit per address, then one failure per window / limit', () => {
     const throttle = new FailedAuthThrottle(3, 60_000);
     const t0 = Date.UTC(2026, 0, 1, 12, 0, 10);
     for (let i = 0; i < 2; i++) throttle.recordFailure('a', t0);
     expect(throttle.blockedFor('a', t0)).toBe(0);
     throttle.recordFailure('a', t0 + 1000);
-    expect(throttle.blockedFor('a', t0 + 1000)).toBe(49_000); // the rest of the minute
+    expect(throttle.blockedFor('a', t0 + 1000)).toBe(19_000); // one more 20 s after the burst began
     expect(throttle.blockedFor('b', t0 + 1000)).toBe(0);
-    expect(throttle.blockedFor('a', Date.UTC(2026, 0, 1, 12, 1, 0))).toBe(0);
-    throttle.recordFailure('a', Date.UTC(2026, 0, 1, 12, 1, 0));
-    expect(throttle.blockedFor('a', Date.UTC(2026, 0, 1, 12, 1, 1))).toBe(0);
+    expect(throttle.blockedFor('a', t0 + 20_000)).toBe(0);
+    throttle.recordFailure('a', t0 + 20_000);
+    expect(throttle.blockedFor('a', t0 + 20_000)).toBe(20_000);
+    // A quiet window gives the whole burst back.
+    for (let i = 0; i < 3; i++) throttle.recordFailure('a', t0 + 200_000);
+    expect(throttle.blockedFor('a', t0 + 200_000)).toBe(20_000);
+  });
+
+  it('has no window edge: failures just before a minute\'s end still count just after it', () => {
+    const throttle = new FailedAuthThrottle(3, 60_000);
+    const minute = Date.UTC(2026, 0, 1, 12, 1, 0);
+    for (let i = 0; i < 3; i++) throttle.recordFailure('a', minute - 500);
+    expect(throttle.blockedFor('a', minute + 500)).toBe(19_000);
   });
 });
