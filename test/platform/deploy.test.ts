@@ -21,7 +21,8 @@ let stack: ComposeModel;
 let observed: ComposeModel;
 
 beforeAll(async () => {
-  // Built with Go on a machine without Compose (CI provisions it beforehand: scripts/ensure-docker-compose.ts).
+  // Found, or built with Go on a machine without Compose by the run's global setup before any test
+  // (CI beforehand: scripts/ensure-docker-compose.ts); the timeout is for a file run without either.
   compose = await ensureDockerCompose();
   [stack, observed] = await Promise.all([
     composeConfig(compose, { env: ENV }),

@@ -9,6 +9,7 @@ import type { TestProject } from 'vitest/node';
 import { createOrm, migrate } from '../../db/orm.ts';
 import { buildWorkflowBundle } from '../../worker/worker.ts';
 import { buildDashboard, dashboardStale } from '../../domain/dashboard/assets.ts';
+import { ensureDockerCompose } from '../../platform/docker-compose.ts';
 import { startThrowawayInfra, withDatabase } from '../../platform/throwaway-infra.ts';
 
 declare module 'vitest' {
@@ -66,6 +67,10 @@ async function startInfra(): Promise<Infra> {
   const bundlePath = join(work, 'workflow-bundle.js');
   const bundled = buildWorkflowBundle().then(({ code }) => writeFileSync(bundlePath, code));
   bundled.catch(() => undefined); // awaited below; a server failing first must not leave it unhandled
+  // Docker Compose for test/platform/deploy.test.ts, built with Go on a machine without one: here,
+  // before the tests run, rather than beside them (a Go build takes both cores for minutes).
+  const compose = ensureDockerCompose((line) => console.error(line));
+  compose.catch(() => undefined);
   const { adminDbUrl, temporalAddress, stops } = await startThrowawayInfra({
     databaseUrl: process.env.TEST_DATABASE_URL, temporalAddress: process.env.TEMPORAL_ADDRESS, workDir: work,
   });
@@ -101,6 +106,7 @@ async function startInfra(): Promise<Infra> {
   }
 
   await bundled;
+  await compose;
 
   return {
     provided: { adminDbUrl, templateDb, temporalAddress, bundlePath, testDbPrefix, dropTestDbs },
