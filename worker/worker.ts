@@ -25,7 +25,8 @@ import { activityLogContext } from './log-context.ts';
 import type { WorkflowThreadData } from './workflow-thread.ts';
 import { receiveSinkCallsWithCompletions } from './workflow-thread-sinks.ts';
 import { loadConfig } from '../platform/config.ts';
-import type { Logger } from '../platform/logger.ts';
+import { createLogger, type LogLevel, type Logger } from '../platform/logger.ts';
+import { SdkLogAdapter } from './sdk-logger.ts';
 import type { AreaServices } from '../platform/services.ts';
 import { taskQueueName } from '../platform/temporal.ts';
 import { clientInterceptors } from '../platform/temporal-interceptors.ts';
@@ -118,13 +119,21 @@ const SDK_LATENCY_BUCKETS = {
 };
 
 let runtimeInstalled = false;
+/**
+ * Where the SDK's log lines go: the logger of the workers started last in this process (one set in
+ * production; in the tests, each file's in turn), else one of the runtime's own level.
+ */
+let sdkLogTarget: Logger | undefined;
+let sdkFallbackLogger: Logger | undefined;
+
 /** The SDK's runtime, once per process (its logger, and its metrics when a bind address is given). */
 export function installRuntime(level: string, metricsBindAddress: string | undefined): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  const sdkLevel = level === 'debug' ? 'DEBUG' : level === 'info' ? 'INFO' : level === 'warn' ? 'WARN' : 'ERROR';
+  const fallbackLevel: LogLevel = level === 'debug' || level === 'info' || level === 'error' ? level : 'warn';
   Runtime.install({
-    logger: new DefaultLogger(sdkLevel as 'WARN'),
+    // The platform's JSON lines (worker/sdk-logger.ts), not the SDK's text on stderr.
+    logger: new SdkLogAdapter(() => sdkLogTarget ?? (sdkFallbackLogger ??= createLogger(fallbackLevel, { service: 'temporal-sdk' }))),
     // No signal handlers of the SDK's own: by default it stops every worker on SIGINT, SIGTERM,
     // SIGQUIT and SIGUSR2 and leaves the process running, so a SIGUSR2 (a heap snapshot's usual
     // signal) left a live process whose workers polled nothing while its event dispatch went on.
@@ -177,6 +186,7 @@ export interface RunningWorkers {
  */
 export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers> {
   const config = opts.config ?? loadConfig();
+  sdkLogTarget = opts.logger;
   installRuntime(opts.logLevel ?? 'warn', config.TEMPORAL_METRICS_BIND_ADDRESS);
   const connection = await NativeConnection.connect({ address: opts.address });
   const bundle = opts.bundle ?? (config.WORKFLOW_BUNDLE_PATH ? { codePath: config.WORKFLOW_BUNDLE_PATH } : defaultBundle()) ?? (await buildWorkflowBundle());

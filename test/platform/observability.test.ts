@@ -173,13 +173,19 @@ describe('the Grafana dashboard (deploy/observability)', () => {
   });
 });
 
+/** A payment made through the API, traced from a clean exporter; its request's server span once it has succeeded. */
+async function tracedPayment(card: string, amount: number) {
+  spanExporter.reset();
+  const res = await t.http('/v3/payments/process', { key: t.key, body: { amount, currency: 'USD', payment_method: cardBody(card) } });
+  expect(res.status).toBeLessThan(300);
+  await waitForPayment(t.http, t.key, res.body.id, (p) => p.status === 'succeeded');
+  return { res, server: await waitForSpan((s) => s.name === 'POST /v3/payments/process') };
+}
+
 describe('tracing', () => {
   it('one request is one connected trace: HTTP, the Temporal client, the workflow, its activities and their SQL', async () => {
-    spanExporter.reset();
-    const res = await t.http('/v3/payments/process', { key: t.key, body: { amount: 2500, currency: 'USD', payment_method: cardBody('4242424242424242') } });
+    const { res, server } = await tracedPayment('4242424242424242', 2500);
     expect(res.status).toBe(201);
-    await waitForPayment(t.http, t.key, res.body.id, (p) => p.status === 'succeeded');
-    const server = await waitForSpan((s) => s.name === 'POST /v3/payments/process');
     const traceId = server.spanContext().traceId;
     await waitForSpan((s) => s.name === 'RunActivity:chargePayment' && s.spanContext().traceId === traceId);
     await waitForSpan((s) => s.name.startsWith('RunWorkflow:paymentWorkflow') && s.spanContext().traceId === traceId);
@@ -203,6 +209,19 @@ describe('tracing', () => {
     const logged = lines.map((l) => JSON.parse(l) as Record<string, unknown>)
       .find((l) => l.msg === 'request' && l.request_id === res.headers.get('request-id'));
     expect(logged?.trace_id).toBe(traceId);
+  });
+
+  it('writes the lines of workflow code and of the Temporal SDK as the platform\'s JSON lines, with the workflow\'s ids and the request\'s trace id', async () => {
+    // The sandbox's processing_error_once card: the charge's local attempt fails, and the workflow says so in its log.
+    const { res, server } = await tracedPayment('4000000000000119', 2600);
+    const workflowId = `payment-${res.body.id}`;
+    const parsed = () => lines.flatMap((l) => { try { return [JSON.parse(l) as Record<string, unknown>]; } catch { return []; } });
+    const workflowLine = await eventually(async () => parsed().find((l) => l.workflow_id === workflowId && l.sdk_component === 'workflow'));
+    expect(workflowLine).toMatchObject({ level: 'info', workflow_type: 'paymentWorkflow', trace_id: server.spanContext().traceId });
+    expect(workflowLine.msg).toContain('local charge attempt left the charge undecided');
+    expect(workflowLine.task_queue).toEqual(expect.any(String));
+    // Nothing of the SDK's own text format (`[WARN] Activity failed {…}`) among the lines.
+    expect(lines.filter((l) => !l.trimStart().startsWith('{'))).toEqual([]);
   });
 
   it('makes no workflow spans for a workflow started without a trace context', async () => {
