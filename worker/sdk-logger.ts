@@ -34,13 +34,17 @@ export class SdkLogAdapter implements SdkLogger {
   }
 
   log(level: SdkLogLevel, message: string, meta?: LogMetadata): void {
+    const target = this.target();
+    const method = METHOD[level];
+    // The SDK logs every activity's start and end at debug: nothing is built for a level that is off.
+    if (!target.enabled(method)) return;
     const fields: Record<string, unknown> = {};
     // Symbol keys (the SDK's timestamp) are left out: the line has its own time.
     for (const [key, value] of Object.entries(meta ?? {})) {
       const name = key in FIELD_NAMES ? FIELD_NAMES[key] : key;
       if (name && value !== undefined) fields[name] = value;
     }
-    this.target()[METHOD[level]](message, fields);
+    target[method](message, fields);
   }
 
   trace(message: string, meta?: LogMetadata): void { this.log('TRACE', message, meta); }
