@@ -17,7 +17,7 @@ const print = (line) => process.stdout.write(JSON.stringify(line) + '\\n');
 const logger = { info: (msg, fields) => print({ msg, ...fields, at: Date.now() }), debug() {}, warn() {}, error() {}, enabled: () => true, child() { return logger; } };
 print({ off: startMemoryRelease({ idleMs: 0, trimEveryMs: 0, logger }).length === 0, gc_after_off: vm.runInNewContext('typeof gc') });
 startMemoryRelease({ idleMs: 400, trimEveryMs: 0, sampleEveryMs: 100, logger });
-print({ gc_in_this_context: typeof globalThis.gc, gc_in_new_context: vm.runInNewContext('typeof gc') });
+print({ gc_in_this_context: typeof globalThis.gc, gc_in_new_context: vm.runInNewContext('typeof gc'), rss_mb_start: Math.round(process.memoryUsage().rss / 1048576) });
 const kept = Array.from({ length: 100_000 }, (_, i) => ({ i, name: 'kept-' + i }));
 let garbage = [];
 const until = Date.now() + 1500;
@@ -40,13 +40,17 @@ describe('memory released after a quiet spell (platform/memory-release.ts)', () 
     const lines = output.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
 
     expect(lines[0]).toEqual({ off: true, gc_after_off: 'undefined' });
-    expect(lines[1]).toEqual({ gc_in_this_context: 'undefined', gc_in_new_context: 'undefined' });
+    const { rss_mb_start: start, ...gc } = lines[1] as { rss_mb_start: number };
+    expect(gc).toEqual({ gc_in_this_context: 'undefined', gc_in_new_context: 'undefined' });
     const busyUntil = lines.find((l) => 'busy_until' in l)!.busy_until as number;
     const releases = lines.filter((l) => l.msg === 'memory released');
     expect(releases).toHaveLength(1); // nothing grew after it: no second one
     const [release] = releases as { rss_mb_before: number; rss_mb_after: number; pause_ms: number; at: number }[];
     expect(release!.at).toBeGreaterThanOrEqual(busyUntil + 400);
-    expect(release!.rss_mb_after).toBeLessThan(release!.rss_mb_before - 100);
+    // Most of what the burst added is handed back. (How much it added depends on how often V8
+    // collected during it, so on the machine's load: a fixed 100 MB failed on a loaded one, 166 → 73.)
+    expect(release!.rss_mb_before).toBeGreaterThan(start + 30);
+    expect(release!.rss_mb_after - start).toBeLessThan((release!.rss_mb_before - start) / 2);
     expect(lines.at(-1)).toEqual({ kept: 100_000, done: true });
   }, 30_000);
 });
