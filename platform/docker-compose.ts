@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { PROJECT_ROOT, TOOLS_BIN, findOnPath, isExecutable } from './executables.ts';
+import { PROJECT_ROOT, TOOLS_BIN, findGo, findOnPath, isExecutable } from './executables.ts';
 
 const run = promisify(execFile);
 
@@ -37,7 +37,7 @@ async function answers(command: string, args: string[]): Promise<boolean> {
  * dependency of a module of our own (in `.tools/go/docker-compose`) it builds like any package.
  */
 async function buildWithGo(log: (line: string) => void): Promise<string> {
-  const go = findOnPath('go', ['/usr/local/go/bin']);
+  const go = findGo();
   if (!go) throw new Error('Docker Compose is not installed and Go is not there to build it: install Docker Compose or Go, or set DOCKER_COMPOSE_BIN.');
   const dir = join(PROJECT_ROOT, '.tools', 'go', 'docker-compose');
   await mkdir(dir, { recursive: true });

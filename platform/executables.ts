@@ -25,3 +25,8 @@ export function findOnPath(name: string, extraDirs: string[] = []): string | nul
   }
   return null;
 }
+
+/** The Go command that builds the tools on first use: on PATH, or where the official tarball installs it (often not on PATH). */
+export function findGo(): string | null {
+  return findOnPath('go', ['/usr/local/go/bin']);
+}

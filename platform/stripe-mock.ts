@@ -6,7 +6,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { TOOLS_BIN, findOnPath, isExecutable } from './executables.ts';
+import { TOOLS_BIN, findGo, findOnPath, isExecutable } from './executables.ts';
 
 export const STRIPE_MOCK_MODULE = 'github.com/stripe/stripe-mock@v0.197.0';
 
@@ -17,7 +17,7 @@ export async function ensureStripeMock(log: (line: string) => void = () => undef
   if (found) return found;
   log(`building ${STRIPE_MOCK_MODULE} into ${TOOLS_BIN} (once) …`);
   try {
-    const go = findOnPath('go', ['/usr/local/go/bin']) ?? 'go';
+    const go = findGo() ?? 'go';
     await promisify(execFile)(go, ['install', STRIPE_MOCK_MODULE], {
       env: { ...process.env, GOBIN: TOOLS_BIN, CGO_ENABLED: '0' }, maxBuffer: 16 * 1024 * 1024,
     });

@@ -9,7 +9,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { PROJECT_ROOT, TOOLS_BIN, findOnPath, isExecutable } from './executables.ts';
+import { PROJECT_ROOT, TOOLS_BIN, findGo, findOnPath, isExecutable } from './executables.ts';
 // Loaded lazily so that resolveTemporalCli() works before `npm ci` (CI provisions the CLI first).
 import type { Connection } from '@temporalio/client';
 
@@ -129,8 +129,7 @@ export async function resolveTemporalCli(): Promise<{ path: string; source: Temp
   if (onPath) return { path: onPath, source: 'path' };
   const cached = join(TOOLS_BIN, 'temporal');
   if (isExecutable(cached)) return { path: cached, source: 'cache' };
-  // /usr/local/go/bin is where the official Go tarball installs, often not on PATH.
-  const go = findOnPath('go', ['/usr/local/go/bin']);
+  const go = findGo();
   if (!go) return null;
   const built = await buildWithGo(go);
   return built ? { path: built, source: 'built' } : null;
