@@ -1,10 +1,11 @@
-import { InterceptingCall, Metadata, status, type Interceptor } from '@grpc/grpc-js';
-import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
+import { InterceptingCall, Metadata, status, type Deadline, type Interceptor } from '@grpc/grpc-js';
+import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor, type GrpcRetryOptions } from '@temporalio/client';
 
 /**
- * The gRPC interceptors of the API's Temporal connection: the SDK's retry interceptor between a
- * counter of calls in flight (outermost: a call counts from its start to its final status, its
- * retries included) and a gate (innermost) that fails attempts made after the connection closed.
+ * The gRPC interceptors of the API's Temporal connection: the SDK's retry interceptor, bounded by
+ * each call's deadline (`retryWithinDeadline`), between a counter of calls in flight (outermost: a
+ * call counts from its start to its final status, its retries included) and a gate (innermost) that
+ * fails attempts made after the connection closed.
  *
  * Why: the retry interceptor waits between attempts on a timer. A connection closed while a call
  * waited there (a shutdown during a Temporal hiccup) made the timer's attempt throw "Channel has
@@ -36,7 +37,7 @@ export function trackedCalls(): { interceptors: Interceptor[]; close(graceMs: nu
   const gate: Interceptor = (options, nextCall) => (closed ? cancelledCall() : new InterceptingCall(nextCall(options)));
 
   return {
-    interceptors: [count, makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), gate],
+    interceptors: [count, retryWithinDeadline, gate],
     async close(graceMs, closeConnection) {
       if (active > 0) {
         let timer: NodeJS.Timeout | undefined;
@@ -50,6 +51,34 @@ export function trackedCalls(): { interceptors: Interceptor[]; close(graceMs: nu
       closed = true;
       await closeConnection();
     },
+  };
+}
+
+/** Time an attempt needs at least, or it is not worth starting before the deadline. */
+const MIN_ATTEMPT_MS = 50;
+const SDK_RETRIES = defaultGrpcRetryOptions();
+
+/**
+ * The SDK's retries (its backoff and retryable codes), never waiting past the call's deadline. The
+ * SDK's interceptor sleeps its backoff whatever the deadline (1.7 s, then 2.9 s, … after
+ * RESOURCE_EXHAUSTED, "workflow is busy" or a namespace's rate limit; up to 5 s a pause), then makes
+ * an attempt that fails at once with DEADLINE_EXCEEDED: an API request whose Temporal deadline is
+ * 4 s answered its 503 after up to 5.5 s. Now an attempt that could only start after the deadline is
+ * not waited for: the call ends at once with the last attempt's own status.
+ */
+const retryWithinDeadline: Interceptor = (options, nextCall) => makeGrpcRetryInterceptor(retryOptionsUntil(options.deadline))(options, nextCall);
+
+function retryOptionsUntil(deadline: Deadline | undefined): GrpcRetryOptions {
+  const endsAt = deadline === undefined ? Infinity : deadline instanceof Date ? deadline.getTime() : deadline;
+  // The SDK asks whether to retry, then how long to wait; the wait (jittered) is drawn once, here.
+  let wait = 0;
+  return {
+    retryableDecider(attempt, status) {
+      if (!SDK_RETRIES.retryableDecider(attempt, status)) return false;
+      wait = SDK_RETRIES.delayFunction(attempt, status);
+      return Date.now() + wait + MIN_ATTEMPT_MS < endsAt;
+    },
+    delayFunction: () => wait,
   };
 }
 

@@ -59,13 +59,18 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
   };
 }
 
-const GRPC_UNAVAILABLE = 14;
-const GRPC_DEADLINE_EXCEEDED = 4;
+/**
+ * gRPC codes of a Temporal call that failed because the server could not serve it now: unreachable,
+ * no answer within the deadline, or over its capacity (RESOURCE_EXHAUSTED: a namespace's rate
+ * limit, or a workflow with as many updates in flight as the server allows), once the connection's
+ * retries have run out of time (platform/temporal-calls.ts).
+ */
+const GRPC_TEMPORARILY_UNAVAILABLE: ReadonlySet<number> = new Set([14, 4, 8]); // UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED
 
-/** A Temporal call that failed because the server could not be reached (not a business answer). */
+/** A Temporal call that failed because the server could not serve it now (not a business answer). */
 function isTemporalDown(err: unknown): boolean {
   for (let e = err as { cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
-    if (isGrpcServiceError(e) && (e.code === GRPC_UNAVAILABLE || e.code === GRPC_DEADLINE_EXCEEDED)) return true;
+    if (isGrpcServiceError(e) && GRPC_TEMPORARILY_UNAVAILABLE.has(e.code)) return true;
     const name = (e as Error).name;
     // An update whose deadline passed (Temporal down, or no answer in time): a retry with the same
     // Idempotency-Key reaches the same workflow.

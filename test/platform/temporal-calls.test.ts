@@ -1,6 +1,8 @@
 import { createServer } from 'node:net';
+import { Server, ServerCredentials, status } from '@grpc/grpc-js';
 import { Connection } from '@temporalio/client';
 import { afterEach, describe, expect, it } from 'vitest';
+import { toApiError } from '../../api/http/problems.ts';
 import { trackedCalls } from '../../platform/temporal-calls.ts';
 
 // A port where nothing listens: every attempt fails with UNAVAILABLE, which the SDK's retry
@@ -49,5 +51,51 @@ describe('closing the Temporal connection with calls in flight', () => {
     const closing = performance.now();
     await calls.close(5000, () => connection.close());
     expect(performance.now() - closing).toBeLessThan(1000);
+  });
+});
+
+/** A gRPC server whose every GetSystemInfo answers RESOURCE_EXHAUSTED (a Temporal over its capacity), counting the attempts. */
+async function exhaustedServer(): Promise<{ address: string; attempts: () => number; stop: () => void }> {
+  let attempts = 0;
+  const server = new Server();
+  server.register(
+    '/temporal.api.workflowservice.v1.WorkflowService/GetSystemInfo',
+    (_call: unknown, callback: (err: { code: number; details: string }) => void) => {
+      attempts++;
+      callback({ code: status.RESOURCE_EXHAUSTED, details: 'namespace rate limit exceeded' });
+    },
+    (value: Buffer) => value, (value: Buffer) => value, 'unary',
+  );
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound))));
+  return { address: `127.0.0.1:${port}`, attempts: () => attempts, stop: () => server.forceShutdown() };
+}
+
+describe('retries of a call with a deadline', () => {
+  it('retries while an attempt can still start before the deadline, then ends with the server\'s own status, which the API answers with 503', async () => {
+    const server = await exhaustedServer();
+    const calls = trackedCalls();
+    const connection = Connection.lazy({ address: server.address, interceptors: calls.interceptors });
+    try {
+      const started = Date.now();
+      const deadline = started + 3000;
+      const outcome = await connection.withDeadline(deadline, () => connection.workflowService.getSystemInfo({})).then(
+        () => ({ code: 0, error: undefined }),
+        (err: { code?: number }) => ({ code: err.code, error: err }),
+      );
+      const ended = Date.now();
+      // The SDK's backoff after RESOURCE_EXHAUSTED: 1.36–2.04 s, then 2.31–3.47 s. The first pause
+      // fits in the 3 s; the second would end past the deadline, so it is not waited for.
+      expect(server.attempts()).toBe(2);
+      expect(outcome.code).toBe(status.RESOURCE_EXHAUSTED);
+      expect(ended).toBeLessThan(deadline); // it used to sleep the second pause, then fail with DEADLINE_EXCEEDED after it
+      // A Temporal over its capacity is a dependency that cannot serve now: 503 with Retry-After, not a 500.
+      const problem = toApiError(outcome.error);
+      expect({ status: problem.status, code: problem.code, retryAfter: Number(problem.headers?.['Retry-After'] ?? 0) > 0 })
+        .toEqual({ status: 503, code: 'service_unavailable', retryAfter: true });
+    } finally {
+      await calls.close(100, () => connection.close());
+      server.stop();
+    }
   });
 });
