@@ -1,4 +1,5 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
+import { status as grpcStatus } from '@grpc/grpc-js';
 import { isGrpcServiceError } from '@temporalio/client';
 import { ApiError } from '../../platform/errors.ts';
 import type { Logger } from '../../platform/logger.ts';
@@ -65,7 +66,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
  * limit, or a workflow with as many updates in flight as the server allows), once the connection's
  * retries have run out of time (platform/temporal-calls.ts).
  */
-const GRPC_TEMPORARILY_UNAVAILABLE: ReadonlySet<number> = new Set([14, 4, 8]); // UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED
+const GRPC_TEMPORARILY_UNAVAILABLE: ReadonlySet<number> = new Set([grpcStatus.UNAVAILABLE, grpcStatus.DEADLINE_EXCEEDED, grpcStatus.RESOURCE_EXHAUSTED]);
 
 /** A Temporal call that failed because the server could not serve it now (not a business answer). */
 function isTemporalDown(err: unknown): boolean {
