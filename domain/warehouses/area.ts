@@ -2,6 +2,7 @@ import { createWarehouseActivities } from '../../activities/warehouses/index.ts'
 import { warehousesAdminRouter } from '../../api/admin/warehouses/router.ts';
 import { warehouseRoutes } from '../../api/v3/warehouses/routes.ts';
 import { Migration0030Warehouses } from '../../db/migrations/0030-warehouses.ts';
+import { Migration0160WarehousesStockSequencer } from '../../db/migrations/0160-warehouses-stock-sequencer.ts';
 import { defineArea } from '../../platform/area.ts';
 import { warehouseEvents } from './events.ts';
 import { InventoryRealtime, registerHub } from './realtime.ts';
@@ -19,7 +20,10 @@ export const warehousesArea = defineArea({
   routes: warehouseRoutes,
   workflows: new URL('../../workflows/warehouses/index.ts', import.meta.url),
   activities: createWarehouseActivities,
-  migrations: [{ name: '0030-warehouses', class: Migration0030Warehouses }],
+  migrations: [
+    { name: '0030-warehouses', class: Migration0030Warehouses },
+    { name: '0160-warehouses-stock-sequencer', class: Migration0160WarehousesStockSequencer },
+  ],
   events: warehouseEvents,
   admin: { warehouses: warehousesAdminRouter },
   httpServer: (server, deps) => {

@@ -194,12 +194,16 @@ export async function createCycleCountRow(em: EntityManager, scope: Scope, draft
       [draft.countId, scope.accountId, scope.livemode, draft.warehouseId, draft.countType, lines.length ? 'counting' : 'completed',
         classification ? JSON.stringify(classification) : null, draft.tolerancePercent, draft.toleranceValue, draft.deadline,
         cycleCountWorkflowId(draft.countId)]);
-    // One statement, one snapshot: the quantities and the ledger position they correspond to.
+    // One statement, one snapshot: the quantities and the ledger position they correspond to. A change
+    // committed but not yet numbered is taken out of the quantity: its number will be above the position.
     await tx.execute(
       `with seq as (select coalesce((select last_seq from stock_sequences where account_id = ? and livemode = ?), 0) as s),
        ins as (
          insert into cycle_count_lines (cycle_count_id, sku, location, abc_class, expected, unit_value)
-         select ?, l.sku, l.location, t.abc_class, l.quantity,
+         select ?, l.sku, l.location, t.abc_class,
+                l.quantity - coalesce((select sum(m.quantity_after - m.quantity_before) from stock_movements m
+                                        where m.account_id = l.account_id and m.livemode = l.livemode and m.seq is null
+                                          and m.warehouse_id = l.warehouse_id and m.sku = l.sku), 0),
                 coalesce((select max(price) from products p where p.account_id = l.account_id and p.livemode = l.livemode and p.sku = l.sku), 0)
            from inventory_levels l join jsonb_to_recordset(?::jsonb) as t(sku text, abc_class text) on t.sku = l.sku
           where l.account_id = ? and l.livemode = ? and l.warehouse_id = ?
@@ -236,15 +240,18 @@ export async function recordCountLines(
   return em.transactional(async (tx) => {
     const { count } = await locked(tx, scope, id);
     if (count.status !== 'counting') throw wrongState(count, 'take counts');
+    // Every change committed before the count is numbered now; the counter stays locked until this
+    // transaction ends, so the movements up to that number are exactly the ones before the count.
+    const [position] = await tx.execute<{ last_seq: string }[]>('select last_seq from bp_sequence_stock(?, ?)', [scope.accountId, scope.livemode]);
     await tx.execute(
-      `with cur as (select coalesce((select last_seq from stock_sequences where account_id = ? and livemode = ?), 0) as s)
+      `with cur as (select ?::bigint as s)
        update cycle_count_lines l set counted = t.q, counted_at = now(), count_seq = cur.s, movements_during = mv.d, variance = t.q - (l.expected + mv.d)
          from jsonb_to_recordset(?::jsonb) as t(sku text, q int) cross join cur
          cross join lateral (
            select coalesce(sum(m.quantity_after - m.quantity_before), 0)::int as d from stock_movements m
             where m.account_id = ? and m.livemode = ? and m.warehouse_id = ? and m.sku = t.sku and m.seq > ? and m.seq <= cur.s) mv
         where l.cycle_count_id = ? and l.sku = t.sku`,
-      [scope.accountId, scope.livemode, JSON.stringify(counts.map((c) => ({ sku: c.sku, q: c.quantity }))), scope.accountId, scope.livemode,
+      [position!.last_seq, JSON.stringify(counts.map((c) => ({ sku: c.sku, q: c.quantity }))), scope.accountId, scope.livemode,
         count.warehouse_id, count.snapshot_seq, id]);
     await tx.execute('update cycle_counts set updated_at = now() where id = ?', [id]);
     const after = (await load(tx, scope, id))!;

@@ -150,7 +150,7 @@ export async function listMovements(em: EntityManager, scope: Scope, warehouseId
   await requireWarehouse(em, scope, warehouseId);
   const after = decodeCursor(q.cursor);
   if (after !== undefined && !/^\d{1,18}$/.test(after)) throw validationFailed([{ path: 'cursor', message: 'not a cursor from this list; pass next_cursor unchanged' }]);
-  const conditions = ['account_id = ?', 'livemode = ?', 'warehouse_id = ?', 'seq is not null'];
+  const conditions = ['account_id = ?', 'livemode = ?', 'warehouse_id = ?'];
   const args: unknown[] = [scope.accountId, scope.livemode, warehouseId];
   if (q.sku !== undefined) {
     conditions.push('sku = ?');

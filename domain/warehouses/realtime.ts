@@ -14,16 +14,22 @@ import type { StockChangeView } from './schemas.ts';
 
 /**
  * The realtime inventory feed, `wss://…/v3/inventory/realtime` (protocol: docs/inventory-realtime.md).
- * Every API process holds one PostgreSQL connection that LISTENs on `bp_inventory`; the ledger's
- * commit-time trigger NOTIFYs every stock change with its per-account-and-mode sequence number, so a
- * change made through any replica reaches the sockets held by every replica, in commit order. A
- * client that reconnects with its last sequence number gets what it missed from the ledger (or
- * `resync_required` when that is more than `replayLimit` changes). Dead peers are dropped by
- * ping/pong; a consumer that does not read is closed (4429) instead of buffering without bound.
+ * Every API process holds one PostgreSQL connection that LISTENs on two channels. A stock-changing
+ * commit wakes the sequencers (`bp_stock_pending`); this process's sequencer numbers the committed,
+ * unnumbered ledger rows per account and mode (`bp_sequence_pending_stock()`, at most one pass per
+ * `sequencerIntervalMs`) and each batch is announced as a range (`bp_stock_numbered`), which every
+ * replica reads from the ledger once and sends to its sockets, so a change made through any replica
+ * reaches every replica's sockets in sequence order. A client that reconnects with its last sequence
+ * number gets what it missed from the ledger (or `resync_required` when that is more than
+ * `replayLimit` changes). Dead peers are dropped by ping/pong; a consumer that does not read is
+ * closed (4429) instead of buffering without bound.
  */
 
 export const REALTIME_PATH = '/v3/inventory/realtime';
-export const CHANNEL = 'bp_inventory';
+/** Written by every stock-changing transaction (migration 0160): there are rows to number. */
+export const PENDING_CHANNEL = 'bp_stock_pending';
+/** Written by a sequencer's pass: `{a, l, f, t}`, account, mode and the range of numbers it gave. */
+export const NUMBERED_CHANNEL = 'bp_stock_numbered';
 export const CLOSE_CODES = {
   normal: 1000,
   goingAway: 1001,
@@ -42,6 +48,10 @@ export interface RealtimeOptions {
   replayLimit: number;
   /** Lifetime of a browser ticket. */
   ticketTtlMs: number;
+  /** Least time between the starts of two sequencer passes (changes committed meanwhile share one). */
+  sequencerIntervalMs: number;
+  /** A pass at least this often, woken or not (a writer that crashed between its commit and its NOTIFY). */
+  sequencerSweepMs: number;
 }
 
 const envInt = (name: string, fallback: number) => {
@@ -55,14 +65,37 @@ export function defaultRealtimeOptions(): RealtimeOptions {
     maxBufferedBytes: envInt('INVENTORY_WS_MAX_BUFFERED_BYTES', 1024 * 1024),
     replayLimit: envInt('INVENTORY_WS_REPLAY_LIMIT', 1000),
     ticketTtlMs: envInt('INVENTORY_WS_TICKET_TTL_MS', 60_000),
+    sequencerIntervalMs: envInt('INVENTORY_SEQUENCER_INTERVAL_MS', 10),
+    sequencerSweepMs: envInt('INVENTORY_SEQUENCER_SWEEP_MS', 1000),
   };
 }
 
-/** A stock change as the NOTIFY payload carries it (short names: the payload is limited to 8 kB). */
+/** A numbered stock change, as the hub passes it around. */
 interface Notice {
-  a: string; l: boolean; s: number; id: number; w: string; k: string; q: number; r: number; t: number;
+  a: string; l: boolean; s: number; w: string; k: string; q: number; r: number; t: number;
   dq: number; dr: number; dt: number; why: string; ref: string | null; at: string;
 }
+
+/** A sequencer's batch: account, mode, first and last number. */
+interface Batch {
+  a: string; l: boolean; f: number; t: number;
+}
+
+interface LedgerRow {
+  seq: string; warehouse_id: string; sku: string; quantity_before: number; quantity_after: number; reserved_before: number;
+  reserved_after: number; in_transit_before: number; in_transit_after: number; reason: string; reference: string | null; created_at: string;
+}
+
+function noticeOf(scope: Scope, r: LedgerRow): Notice {
+  return {
+    a: scope.accountId, l: scope.livemode, s: Number(r.seq), w: r.warehouse_id, k: r.sku, q: r.quantity_after, r: r.reserved_after,
+    t: r.in_transit_after, dq: r.quantity_after - r.quantity_before, dr: r.reserved_after - r.reserved_before,
+    dt: r.in_transit_after - r.in_transit_before, why: r.reason, ref: r.reference, at: r.created_at,
+  };
+}
+
+/** Most ledger rows read in one query when a batch is fanned out. */
+const FANOUT_PAGE = 1000;
 
 export interface StockChangedMessage extends StockChangeView {
   type: 'stock_changed';
@@ -134,6 +167,13 @@ export class InventoryRealtime {
   /** Sockets written to in this turn of the event loop, corked until it ends (one write for a burst). */
   readonly #corked = new Set<{ cork(): void; uncork(): void }>();
   #listening: Promise<void> | null = null;
+  /** Batches being fanned out, in order. */
+  #fanout: Promise<void> = Promise.resolve();
+  #pass: Promise<void> | null = null;
+  #passWanted = false;
+  #passTimer: NodeJS.Timeout | null = null;
+  #passFailures = 0;
+  #sweep: NodeJS.Timeout | null = null;
 
   constructor(deps: RealtimeDeps, options: Partial<RealtimeOptions> = {}) {
     this.#deps = deps;
@@ -160,6 +200,8 @@ export class InventoryRealtime {
     });
     this.#listening = this.#listen();
     this.setHeartbeat(this.options.heartbeatMs);
+    this.#sweep = setInterval(() => this.#wakeSequencer(), this.options.sequencerSweepMs);
+    this.#sweep.unref();
   }
 
   /** Changes the heartbeat interval (tests shorten it). */
@@ -214,6 +256,9 @@ export class InventoryRealtime {
     this.#closed = true;
     if (this.#heartbeat) clearInterval(this.#heartbeat);
     if (this.#reconnect) clearTimeout(this.#reconnect);
+    if (this.#passTimer) clearTimeout(this.#passTimer);
+    if (this.#sweep) clearInterval(this.#sweep);
+    await this.#pass;
     for (const set of this.#conns.values()) for (const c of set) c.ws.close(CLOSE_CODES.goingAway, 'server shutting down');
     for (const set of this.#listeners.values()) for (const l of set) l.onClose();
     this.#listeners.clear();
@@ -385,14 +430,10 @@ export class InventoryRealtime {
         return;
       }
       this.#send(conn, { type: 'subscribed', warehouses: conn.warehouses ? [...conn.warehouses] : null, skus: conn.skus ? [...conn.skus] : null, last_seq: current, replayed: rows.length });
-      for (const r of rows as { seq: string; warehouse_id: string; sku: string; quantity_before: number; quantity_after: number; reserved_before: number; reserved_after: number; in_transit_before: number; in_transit_after: number; reason: string; reference: string | null; created_at: string; id: string }[]) {
-        const seq = Number(r.seq);
-        this.#send(conn, message({
-          a: conn.id.accountId, l: conn.id.livemode, s: seq, id: Number(r.id), w: r.warehouse_id, k: r.sku, q: r.quantity_after, r: r.reserved_after,
-          t: r.in_transit_after, dq: r.quantity_after - r.quantity_before, dr: r.reserved_after - r.reserved_before,
-          dt: r.in_transit_after - r.in_transit_before, why: r.reason, ref: r.reference, at: r.created_at,
-        }));
-        conn.lastSeq = Math.max(conn.lastSeq, seq);
+      for (const r of rows as LedgerRow[]) {
+        const n = noticeOf(conn.id, r);
+        this.#send(conn, message(n));
+        conn.lastSeq = Math.max(conn.lastSeq, n.s);
       }
       conn.lastSeq = Math.max(conn.lastSeq, since);
     } finally {
@@ -465,21 +506,21 @@ export class InventoryRealtime {
     if (this.#closed) return;
     const client = new pg.Client(this.#deps.pool.options);
     client.on('notification', (msg) => {
-      if (msg.channel !== CHANNEL || !msg.payload) return;
-      let n: Notice;
+      if (msg.channel === PENDING_CHANNEL) return this.#wakeSequencer();
+      if (msg.channel !== NUMBERED_CHANNEL || !msg.payload) return;
+      let batch: Batch;
       try {
-        n = JSON.parse(msg.payload) as Notice;
+        batch = JSON.parse(msg.payload) as Batch;
       } catch {
         return;
       }
-      for (const l of this.#listeners.get(scopeKey(n.a, n.l)) ?? []) {
-        if ((!l.warehouses || l.warehouses.has(n.w)) && (!l.skus || l.skus.has(n.k))) l.onChange(change(n));
-      }
-      const set = this.#conns.get(scopeKey(n.a, n.l));
-      if (!set) return;
-      let bytes: Buffer | undefined;
-      const encoded = () => (bytes ??= Buffer.from(JSON.stringify(message(n))));
-      for (const c of set) this.#deliver(c, n, encoded);
+      const key = scopeKey(batch.a, batch.l);
+      if (!this.#conns.get(key)?.size && !this.#listeners.get(key)?.size) return;
+      // Batches go out one after another, each read once for every socket of this process.
+      this.#fanout = this.#fanout.then(() => this.#fanOut(batch)).catch((err: Error) => {
+        this.#deps.logger.warn('realtime: cannot read a batch of stock changes', { error: err.message });
+        this.#catchUp();
+      });
     });
     client.on('error', (err) => {
       this.#deps.logger.warn('realtime: LISTEN connection lost', { error: err.message });
@@ -488,12 +529,76 @@ export class InventoryRealtime {
     client.on('end', () => this.#retry(client, attempt + 1));
     try {
       await client.connect();
-      await client.query(`listen ${CHANNEL}`);
+      await client.query(`listen ${PENDING_CHANNEL}; listen ${NUMBERED_CHANNEL}`);
       this.#listener = client;
+      // Rows written while no sequencer listened (this process starting, the connection lost).
+      this.#wakeSequencer();
       if (attempt > 0) this.#catchUp();
     } catch (err) {
       this.#deps.logger.warn('realtime: cannot LISTEN', { error: (err as Error).message });
       this.#retry(client, attempt + 1);
+    }
+  }
+
+  /** Reads a batch from the ledger and delivers it to this process's subscribers of its account and mode. */
+  async #fanOut(batch: Batch): Promise<void> {
+    const scope: Scope = { accountId: batch.a, livemode: batch.l };
+    const key = scopeKey(batch.a, batch.l);
+    for (let from = batch.f; from <= batch.t; from += FANOUT_PAGE) {
+      const { rows } = await this.#deps.pool.query<LedgerRow>(
+        `select ${MOVEMENT_COLUMNS} from stock_movements where account_id = $1 and livemode = $2 and seq between $3 and $4 order by seq`,
+        [batch.a, batch.l, from, Math.min(batch.t, from + FANOUT_PAGE - 1)]);
+      for (const r of rows) {
+        const n = noticeOf(scope, r);
+        for (const l of this.#listeners.get(key) ?? []) {
+          if ((!l.warehouses || l.warehouses.has(n.w)) && (!l.skus || l.skus.has(n.k))) l.onChange(change(n));
+        }
+        const set = this.#conns.get(key);
+        if (!set) continue;
+        let bytes: Buffer | undefined;
+        const encoded = () => (bytes ??= Buffer.from(JSON.stringify(message(n))));
+        for (const c of set) this.#deliver(c, n, encoded);
+      }
+    }
+  }
+
+  // ---- the sequencer ----
+
+  /** A stock change committed somewhere: number it soon (one pass at a time, at most one per interval). */
+  #wakeSequencer(): void {
+    if (this.#closed) return;
+    if (this.#pass || this.#passTimer) {
+      this.#passWanted = true;
+      return;
+    }
+    this.#sequencePass();
+  }
+
+  #sequencePass(): void {
+    this.#pass = this.#runPass().finally(() => (this.#pass = null));
+  }
+
+  async #runPass(): Promise<void> {
+    this.#passWanted = false;
+    const started = Date.now();
+    let delay = this.options.sequencerIntervalMs;
+    try {
+      await this.#deps.pool.query('select bp_sequence_pending_stock()');
+      this.#passFailures = 0;
+    } catch (err) {
+      // PostgreSQL away: the rows wait, numbered by the next pass that succeeds.
+      this.#passFailures++;
+      this.#passWanted = true;
+      delay = Math.min(5000, 100 * 2 ** this.#passFailures);
+      if (this.#passFailures === 1) this.#deps.logger.warn('realtime: cannot number stock changes', { error: (err as Error).message });
+    } finally {
+      if (this.#passWanted && !this.#closed) {
+        this.#passTimer = setTimeout(() => {
+          this.#passTimer = null;
+          this.#sequencePass();
+        }, Math.max(0, delay - (Date.now() - started)));
+        this.#passTimer.unref();
+      }
     }
   }
 

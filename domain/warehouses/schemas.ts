@@ -49,7 +49,7 @@ export const stockMovementSchema = z
   .object({
     object: z.literal('stock_movement'),
     id: z.string().describe('Ledger position (`mov_<n>`).'),
-    seq: z.number().int().nullable().describe('Per-account-and-mode sequence number of the realtime feed.'),
+    seq: z.number().int().nullable().describe('Per-account-and-mode sequence number of the realtime feed; null for the few milliseconds between the commit and its numbering.'),
     livemode: z.boolean(),
     warehouse_id: z.string(),
     sku: z.string(),

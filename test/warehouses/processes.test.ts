@@ -204,7 +204,7 @@ describe('WebSocket /v3/inventory/realtime', () => {
     c.send({ type: 'subscribe', skus: ['RT-2'] });
     await c.next('subscribed');
     // The database drops the listening connection; a change commits before it is back.
-    const killed = await platform.sql<{ ok: boolean }>(`select pg_terminate_backend(pid) as ok from pg_stat_activity where query = 'listen bp_inventory' and datname = current_database()`);
+    const killed = await platform.sql<{ ok: boolean }>(`select pg_terminate_backend(pid) as ok from pg_stat_activity where query like 'listen bp_stock_pending%' and datname = current_database()`);
     expect(killed.length).toBeGreaterThan(0);
     await setStock('RT-2', 42);
     const caught = await c.next('stock_changed', 15_000);
@@ -254,6 +254,94 @@ describe('WebSocket /v3/inventory/realtime', () => {
       hub.options.maxBufferedBytes = 1024 * 1024;
       slow.socket.destroy();
     }
+  });
+
+  it('numbers concurrent changes after their commits: no gap, no number twice, each SKU in commit order, each change sent once', async () => {
+    for (const sku of ['SEQ-A', 'SEQ-B']) {
+      await stockedProduct(http, key, shop, sku, 0);
+      await setStock(sku, 1000);
+    }
+    // A key of its own: the burst does not count against the shared key's limit (the other API process's test).
+    const writer = await platform.newKey();
+    // A second account writes at the same time: the passes number both, each on its own counter.
+    const otherAccount = await platform.newAccount();
+    const otherKey = await platform.newKey({ accountId: otherAccount });
+    const otherShop = await openShop(http, otherKey);
+    await stockedProduct(http, otherKey, otherShop, 'SEQ-A', 0);
+    const c = await connect(platform.url, { key });
+    await c.next('welcome');
+    c.send({ type: 'subscribe', skus: ['SEQ-A', 'SEQ-B'] });
+    const { last_seq: start } = await c.next('subscribed');
+    // Other replicas' sequencers, as often as they can, beside this process's own.
+    let writing = true;
+    const rivalClients = await Promise.all([1, 2, 3].map(async () => {
+      const client = new pg.Client({ connectionString: platform.dbUrl });
+      await client.connect();
+      return client;
+    }));
+    const rivals = rivalClients.map(async (client) => {
+      try {
+        while (writing) await client.query('select bp_sequence_pending_stock()');
+      } finally {
+        await client.end();
+      }
+    });
+    const N = 80;
+    const delta = (i: number) => (i % 3 === 0 ? 2 : -1);
+    const wave = (from: number, to: number) => Promise.all([
+      ...Array.from({ length: to - from }, (_, j) => http(`/v3/warehouses/${shop.warehouseId}/movements`, {
+        key: writer, body: { sku: (from + j) % 2 ? 'SEQ-A' : 'SEQ-B', quantity: delta(from + j), reason: 'sequencer_test' },
+      })),
+      ...Array.from({ length: (to - from) / 4 }, () => http(`/v3/warehouses/${otherShop.warehouseId}/movements`, {
+        key: otherKey, body: { sku: 'SEQ-A', quantity: 1, reason: 'sequencer_test' },
+      })),
+    ]);
+    // The first half while four sequencers race: small batches, numbered as they commit.
+    const answers = await wave(0, N / 2);
+    writing = false;
+    await Promise.all(rivals);
+    // The second half while the account's counter row is held: one batch of 40 rows, numbered when it is let go.
+    const holder = new pg.Client({ connectionString: platform.dbUrl });
+    await holder.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select 1 from stock_sequences where account_id = $1 and livemode = false for update', [accountId]);
+      answers.push(...await wave(N / 2, N));
+    } finally {
+      await holder.query('commit');
+      await holder.end();
+    }
+    expect(answers.map((a) => a.status)).toEqual(Array(N + N / 4).fill(201));
+
+    const changes = await eventually(async () => {
+      const got = c.messages.filter((m) => m.type === 'stock_changed' && m.reason === 'sequencer_test');
+      return got.length >= N ? got : undefined;
+    }, 20_000, `${N} changes on the socket`);
+    expect(changes).toHaveLength(N);
+    const seqs = changes.map((m) => m.seq as number);
+    expect(seqs.every((s, i) => s > start && (i === 0 || s > seqs[i - 1]!))).toBe(true);
+    // Each SKU's changes arrive in the order they were applied: every level follows from the one before.
+    for (const sku of ['SEQ-A', 'SEQ-B']) {
+      let quantity = 1000;
+      for (const m of changes.filter((x) => x.sku === sku)) {
+        expect(m.quantity - m.change.quantity).toBe(quantity);
+        quantity = m.quantity;
+      }
+      expect((await level(platform, shop.warehouseId, sku)).quantity).toBe(quantity);
+    }
+    const expectedTotal = Array.from({ length: N }, (_, i) => delta(i)).reduce((a, b) => a + b, 0);
+    expect(changes.reduce((sum, m) => sum + m.change.quantity, 0)).toBe(expectedTotal);
+    // Each account's whole ledger is numbered 1..n, the other account's changes on its own counter.
+    for (const account of [accountId, otherAccount]) {
+      const ledger = await eventually(async () => {
+        const [row] = await platform.sql<{ n: number; numbered: number; max: number }>(
+          'select count(*)::int as n, count(seq)::int as numbered, coalesce(max(seq), 0)::int as max from stock_movements where account_id = $1 and livemode = false', [account]);
+        return row!.numbered === row!.n ? row : undefined;
+      }, 10_000, 'every movement to be numbered');
+      expect(ledger).toEqual({ n: ledger!.n, numbered: ledger!.n, max: ledger!.n });
+    }
+    expect((await level(platform, otherShop.warehouseId, 'SEQ-A')).quantity).toBe(N / 4);
+    c.ws.close();
   });
 
   it('delivers a change made through one API process to a socket held by another (LISTEN/NOTIFY)', async () => {

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { adminRouter } from '../../api/admin/router.ts';
 import { createCallerFactory, createContextInner } from '../../api/admin/trpc.ts';
@@ -92,7 +93,13 @@ describe('inventory, settings, alerts and the movements ledger', () => {
     expect(rows.map((m: { reason: string }) => m.reason)).toEqual(['order_reservation', 'damaged', 'stock_update']);
     expect(rows[0]).toMatchObject({ reference: order.body.id, reserved_before: 0, reserved_after: 2, quantity_before: 3, quantity_after: 3, actor: rows[1].actor });
     expect(rows[1]).toMatchObject({ quantity_before: 5, quantity_after: 3, reference: 'RMA-7', actor: expect.stringMatching(/^key:key_/), request_id: expect.stringMatching(/^req_/) });
-    expect(rows[0].seq).toBeGreaterThan(rows[1].seq);
+    // The feed's numbers follow within milliseconds of the commit (null until then), in the ledger's order.
+    const numbered = await eventually(async () => {
+      const data = (await http(`/v3/warehouses/${shop.warehouseId}/movements?sku=LED-1`, { key })).body.data as { seq: number | null }[];
+      return data.every((m) => m.seq !== null) ? data : undefined;
+    }, 10_000, 'the movements to be numbered');
+    expect(numbered[0]!.seq).toBeGreaterThan(numbered[1]!.seq!);
+    expect(numbered[1]!.seq).toBeGreaterThan(numbered[2]!.seq!);
     expect((await http(`/v3/warehouses/${shop.warehouseId}/movements?sku=LED-1&reason=damaged`, { key })).body.data).toHaveLength(1);
 
     // The public function other areas call: several lines, all or nothing.
@@ -338,6 +345,37 @@ describe('cycle counts (workflow cycle-count-<id>)', () => {
     expect(await eventsAbout(platform, cc.id)).toEqual(['inventory.adjusted', 'cycle_count.completed']);
     const adj = (await http(`/v3/warehouses/${second}/movements?sku=CC-1&reason=cycle_count`, { key })).body.data;
     expect(adj).toEqual([expect.objectContaining({ reference: cc.id, quantity_before: 90, quantity_after: 88 })]);
+  });
+
+  it('takes a change committed but not yet numbered out of the expected quantity, and counts it as a movement during the count', async () => {
+    await stockedProduct(http, key, shop, 'CC-P', 0, { price: 500 });
+    await stock(http, key, second, 'CC-P', 50, 'A-03-1');
+    const pending = async () => (await platform.sql<{ n: number }>(
+      'select count(*)::int as n from stock_movements where account_id = $1 and livemode = false and seq is null', [accountId]))[0]!.n;
+    await eventually(async () => (await pending()) === 0, 10_000, 'the ledger to be numbered');
+    // Holding the account's counter row keeps the sequencers waiting: the next change stays unnumbered.
+    const holder = new pg.Client({ connectionString: platform.dbUrl });
+    await holder.connect();
+    let cc: { id: string; lines: { sku: string; expected: number }[] };
+    try {
+      await holder.query('begin');
+      await holder.query('select 1 from stock_sequences where account_id = $1 and livemode = false for update', [accountId]);
+      expect((await http(`/v3/warehouses/${second}/movements`, { key, body: { sku: 'CC-P', quantity: -5, reason: 'shipped' } })).status).toBe(201);
+      expect(await pending()).toBe(1);
+      const res = await http('/v3/warehouses/cycle-count', { key, body: { warehouse_id: second, count_type: 'partial', skus: ['CC-P'] } });
+      expect(res.status, res.text).toBe(201);
+      cc = res.body;
+    } finally {
+      await holder.query('commit');
+      await holder.end();
+    }
+    expect(cc.lines).toEqual([expect.objectContaining({ sku: 'CC-P', expected: 50 })]);
+    await eventually(async () => (await pending()) === 0, 10_000, 'the change to be numbered');
+    const r = await http(`/v3/warehouses/cycle-counts/${cc.id}/counts`, { key, body: { counts: [{ sku: 'CC-P', quantity: 45 }] } });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.lines[0]).toMatchObject({ expected: 50, movements_during: -5, counted: 45, variance: 0 });
+    expect(r.body.status).toBe('completed');
+    expect(await level(platform, second, 'CC-P')).toMatchObject({ quantity: 45 });
   });
 
   it('asks for approval beyond tolerance (with its own permission), and escalates a count past its deadline once', async () => {
