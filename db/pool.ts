@@ -26,3 +26,41 @@ export async function inOneTransaction(em: EntityManager, statements: readonly S
   // the one that takes several statements.
   await em.execute(statements.map(({ sql, params }) => platform.formatQuery(sql, params)).join(';\n'));
 }
+
+/**
+ * For the rest of the transaction, the triggers that NOTIFY at commit — the outbox's `bp_events`
+ * (migration 0161) and the stock ledger's `bp_stock_pending` (migration 0160) — leave it to the
+ * writer, which calls `notifyAfterCommit` once it committed. PostgreSQL serializes every NOTIFYing
+ * commit of the cluster on one lock held through the commit's WAL flush; a NOTIFY on its own writes
+ * nothing, holds it for microseconds, and one serves every commit of the same moment. A crash
+ * between the commit and the NOTIFY costs the listeners' sweeps (the dispatcher's sweeper, the stock
+ * sequencer's) at most.
+ */
+export const notifyAfterCommitStatement: Statement = { sql: "select set_config('bp.notify', 'after_commit', true)", params: [] };
+
+const AFTER_COMMIT_NOTIFY = "select pg_notify('bp_events', ''), pg_notify('bp_stock_pending', '')";
+const notifiers = new WeakMap<object, { inFlight: boolean; again: boolean }>();
+
+/**
+ * NOTIFYs what a commit made with `notifyAfterCommitStatement` left out. One NOTIFY in flight per
+ * pool: the commits that finish meanwhile get one more after it, so every commit is followed by a
+ * NOTIFY sent after it.
+ */
+export function notifyAfterCommit(em: EntityManager): void {
+  const connection = em.getConnection();
+  let state = notifiers.get(connection);
+  if (!state) notifiers.set(connection, (state = { inFlight: false, again: false }));
+  if (state.inFlight) {
+    state.again = true;
+    return;
+  }
+  const send = (s: { inFlight: boolean; again: boolean }): void => {
+    s.inFlight = true;
+    s.again = false;
+    connection.execute(AFTER_COMMIT_NOTIFY).catch(() => undefined).finally(() => {
+      s.inFlight = false;
+      if (s.again) send(s);
+    });
+  };
+  send(state);
+}

@@ -18,7 +18,7 @@ import {
 } from './inventory.ts';
 import { loadRates, priceIn } from './pricing.ts';
 import { isAssertion, isUniqueViolation } from '../../db/errors.ts';
-import { inOneTransaction } from '../../db/pool.ts';
+import { inOneTransaction, notifyAfterCommit, notifyAfterCommitStatement } from '../../db/pool.ts';
 import { Customer } from '../customers/public.ts';
 import { findSucceededPayment } from '../payments/public.ts';
 
@@ -172,13 +172,18 @@ export async function writeOrder(
     if (!plan) return null;
     const lines = draft.lines.map((l) => ({ ...l, allocations: tracked.has(l.sku) ? [{ warehouse_id: plan.get(l.sku)!, quantity: l.quantity }] : [] }));
     const { view, records: written } = records(lines);
+    // Its own transaction: the dispatcher and the stock sequencer are woken after the commit, so that
+    // orders do not queue for PostgreSQL's NOTIFY lock through each other's WAL flushes.
+    const ownTransaction = !em.isInTransaction();
     await inOneTransaction(em, [
+      ...(ownTransaction ? [notifyAfterCommitStatement] : []),
       stockContextStatement(context),
       insertStatement(em, scope, written),
       ...inSkuOrder.map((index) => plannedReservation(scope, plan.get(lines[index]!.sku)!, lines[index]!.sku, lines[index]!.quantity, draft.requestId)),
     ]).catch((err: unknown) => {
       throw isAssertion(err, PLAN_OVERTAKEN) ? new PlanOvertaken() : err;
     });
+    if (ownTransaction) notifyAfterCommit(em);
     return view;
   };
   // Reserving first, in a transaction: units split across warehouses or short (409), or a plan another order overtook.
