@@ -86,7 +86,7 @@ export const scenario: Scenario = {
     return {
       clients: CLIENTS,
       hot_orders_per_sec: mean(runs.on.hot.map((r) => r.requestsPerSec)),
-      baseline_hot_orders_per_sec_no_ledger: mean(runs.off.hot.map((r) => r.requestsPerSec)),
+      baseline_no_ledger_hot_orders_per_sec: mean(runs.off.hot.map((r) => r.requestsPerSec)),
       hot_p50_ms: mean(runs.on.hot.map((r) => r.p50)),
       hot_p99_ms: mean(runs.on.hot.map((r) => r.p99)),
       hot_p99_ms_no_ledger: mean(runs.off.hot.map((r) => r.p99)),
