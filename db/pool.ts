@@ -1,5 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { Pool } from 'pg';
+import { coalesced, type Coalesced } from '../platform/coalesced.ts';
 
 /** The `pg` pool under the ORM, for the few hot-path statements written as plain SQL. */
 export async function nativePool(orm: MikroORM): Promise<Pool> {
@@ -39,28 +40,19 @@ export async function inOneTransaction(em: EntityManager, statements: readonly S
 export const notifyAfterCommitStatement: Statement = { sql: "select set_config('bp.notify', 'after_commit', true)", params: [] };
 
 const AFTER_COMMIT_NOTIFY = "select pg_notify('bp_events', ''), pg_notify('bp_stock_pending', '')";
-const notifiers = new WeakMap<object, { inFlight: boolean; again: boolean }>();
+const notifiers = new WeakMap<object, Coalesced>();
 
 /**
  * NOTIFYs what a commit made with `notifyAfterCommitStatement` left out. One NOTIFY in flight per
- * pool: the commits that finish meanwhile get one more after it, so every commit is followed by a
- * NOTIFY sent after it.
+ * connection pool: the commits that finish meanwhile share one more after it, so every commit is
+ * followed by a NOTIFY sent after it. One that fails is left to the sweeps.
  */
 export function notifyAfterCommit(em: EntityManager): void {
   const connection = em.getConnection();
-  let state = notifiers.get(connection);
-  if (!state) notifiers.set(connection, (state = { inFlight: false, again: false }));
-  if (state.inFlight) {
-    state.again = true;
-    return;
+  let notifier = notifiers.get(connection);
+  if (!notifier) {
+    notifier = coalesced(() => connection.execute(AFTER_COMMIT_NOTIFY).catch(() => undefined));
+    notifiers.set(connection, notifier);
   }
-  const send = (s: { inFlight: boolean; again: boolean }): void => {
-    s.inFlight = true;
-    s.again = false;
-    connection.execute(AFTER_COMMIT_NOTIFY).catch(() => undefined).finally(() => {
-      s.inFlight = false;
-      if (s.again) send(s);
-    });
-  };
-  send(state);
+  notifier.request();
 }

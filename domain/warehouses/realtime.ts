@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import { WebSocket, WebSocketServer } from 'ws';
 import { installationSecret } from '../../db/installation-settings.ts';
+import { coalesced, type Coalesced } from '../../platform/coalesced.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Logger } from '../../platform/logger.ts';
 import { hashKey, isWellFormedKey } from '../accounts/keys.ts';
@@ -169,15 +170,21 @@ export class InventoryRealtime {
   #listening: Promise<void> | null = null;
   /** Batches being fanned out, in order. */
   #fanout: Promise<void> = Promise.resolve();
-  #pass: Promise<void> | null = null;
-  #passWanted = false;
-  #passTimer: NodeJS.Timeout | null = null;
-  #passFailures = 0;
+  /** This process's stock sequencer: passes of `bp_sequence_pending_stock()`, woken by `bp_stock_pending`. */
+  readonly #sequencer: Coalesced;
   #sweep: NodeJS.Timeout | null = null;
 
   constructor(deps: RealtimeDeps, options: Partial<RealtimeOptions> = {}) {
     this.#deps = deps;
     this.options = { ...defaultRealtimeOptions(), ...options };
+    // PostgreSQL away: the rows wait, numbered by the next pass that succeeds.
+    this.#sequencer = coalesced(() => deps.pool.query('select bp_sequence_pending_stock()'), {
+      minIntervalMs: this.options.sequencerIntervalMs,
+      retryDelayMs: (failures) => Math.min(5000, 100 * 2 ** failures),
+      onError: (err, failures) => {
+        if (failures === 1) deps.logger.warn('realtime: cannot number stock changes', { error: (err as Error).message });
+      },
+    });
   }
 
   /** Number of open sockets (tests, metrics). */
@@ -200,7 +207,7 @@ export class InventoryRealtime {
     });
     this.#listening = this.#listen();
     this.setHeartbeat(this.options.heartbeatMs);
-    this.#sweep = setInterval(() => this.#wakeSequencer(), this.options.sequencerSweepMs);
+    this.#sweep = setInterval(() => this.#sequencer.request(), this.options.sequencerSweepMs);
     this.#sweep.unref();
   }
 
@@ -256,9 +263,8 @@ export class InventoryRealtime {
     this.#closed = true;
     if (this.#heartbeat) clearInterval(this.#heartbeat);
     if (this.#reconnect) clearTimeout(this.#reconnect);
-    if (this.#passTimer) clearTimeout(this.#passTimer);
     if (this.#sweep) clearInterval(this.#sweep);
-    await this.#pass;
+    await this.#sequencer.stop();
     for (const set of this.#conns.values()) for (const c of set) c.ws.close(CLOSE_CODES.goingAway, 'server shutting down');
     for (const set of this.#listeners.values()) for (const l of set) l.onClose();
     this.#listeners.clear();
@@ -506,7 +512,7 @@ export class InventoryRealtime {
     if (this.#closed) return;
     const client = new pg.Client(this.#deps.pool.options);
     client.on('notification', (msg) => {
-      if (msg.channel === PENDING_CHANNEL) return this.#wakeSequencer();
+      if (msg.channel === PENDING_CHANNEL) return this.#sequencer.request();
       if (msg.channel !== NUMBERED_CHANNEL || !msg.payload) return;
       let batch: Batch;
       try {
@@ -532,7 +538,7 @@ export class InventoryRealtime {
       await client.query(`listen ${PENDING_CHANNEL}; listen ${NUMBERED_CHANNEL}`);
       this.#listener = client;
       // Rows written while no sequencer listened (this process starting, the connection lost).
-      this.#wakeSequencer();
+      this.#sequencer.request();
       if (attempt > 0) this.#catchUp();
     } catch (err) {
       this.#deps.logger.warn('realtime: cannot LISTEN', { error: (err as Error).message });
@@ -558,46 +564,6 @@ export class InventoryRealtime {
         let bytes: Buffer | undefined;
         const encoded = () => (bytes ??= Buffer.from(JSON.stringify(message(n))));
         for (const c of set) this.#deliver(c, n, encoded);
-      }
-    }
-  }
-
-  // ---- the sequencer ----
-
-  /** A stock change committed somewhere: number it soon (one pass at a time, at most one per interval). */
-  #wakeSequencer(): void {
-    if (this.#closed) return;
-    if (this.#pass || this.#passTimer) {
-      this.#passWanted = true;
-      return;
-    }
-    this.#sequencePass();
-  }
-
-  #sequencePass(): void {
-    this.#pass = this.#runPass().finally(() => (this.#pass = null));
-  }
-
-  async #runPass(): Promise<void> {
-    this.#passWanted = false;
-    const started = Date.now();
-    let delay = this.options.sequencerIntervalMs;
-    try {
-      await this.#deps.pool.query('select bp_sequence_pending_stock()');
-      this.#passFailures = 0;
-    } catch (err) {
-      // PostgreSQL away: the rows wait, numbered by the next pass that succeeds.
-      this.#passFailures++;
-      this.#passWanted = true;
-      delay = Math.min(5000, 100 * 2 ** this.#passFailures);
-      if (this.#passFailures === 1) this.#deps.logger.warn('realtime: cannot number stock changes', { error: (err as Error).message });
-    } finally {
-      if (this.#passWanted && !this.#closed) {
-        this.#passTimer = setTimeout(() => {
-          this.#passTimer = null;
-          this.#sequencePass();
-        }, Math.max(0, delay - (Date.now() - started)));
-        this.#passTimer.unref();
       }
     }
   }
