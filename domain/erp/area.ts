@@ -3,6 +3,7 @@ import { erpAdminRouter } from '../../api/admin/erp/router.ts';
 import { erpRoutes } from '../../api/v3/erp/routes.ts';
 import { nativePool } from '../../db/pool.ts';
 import { Migration0040Erp } from '../../db/migrations/0040-erp.ts';
+import { Migration0164ErpListFilters } from '../../db/migrations/0164-erp-list-filters.ts';
 import { defineArea } from '../../platform/area.ts';
 import { ErpLedger, ExchangeRate, FinancialTransaction, JournalLine, LedgerAccount, ProcurementOrder, Project, Vendor } from './entities.ts';
 import { erpEvents } from './events.ts';
@@ -30,7 +31,10 @@ export const erpArea = defineArea({
   workflows: new URL('../../workflows/erp/index.ts', import.meta.url),
   activities: createErpActivities,
   entities: [ErpLedger, LedgerAccount, ExchangeRate, FinancialTransaction, JournalLine, Project, Vendor, ProcurementOrder],
-  migrations: [{ name: '0040-erp', class: Migration0040Erp }],
+  migrations: [
+    { name: '0040-erp', class: Migration0040Erp },
+    { name: '0164-erp-list-filters', class: Migration0164ErpListFilters },
+  ],
   events: erpEvents,
   consumers: [ledgerPostingConsumer],
   services: ({ orm }) => ({ vendorAdapter: new SandboxVendor(() => nativePool(orm)) }),

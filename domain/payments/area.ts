@@ -6,6 +6,7 @@ import { nativePool } from '../../db/pool.ts';
 import { Migration0004Payments } from '../../db/migrations/0004-payments.ts';
 import { Migration0012PaymentsSplitFunding } from '../../db/migrations/0012-payments-split-funding.ts';
 import { Migration0082PaymentsGatewayRouting } from '../../db/migrations/0082-payments-gateway-routing.ts';
+import { Migration0163PaymentsByCustomer } from '../../db/migrations/0163-payments-by-customer.ts';
 import { defineArea } from '../../platform/area.ts';
 import { Payment, PaymentGatewaySetting, PaymentRefund, PaymentRoutingRule, PaymentTransfer } from './entities.ts';
 import { paymentEvents } from './events.ts';
@@ -33,6 +34,7 @@ export const paymentsArea = defineArea({
     { name: '0004-payments', class: Migration0004Payments },
     { name: '0012-payments-split-funding', class: Migration0012PaymentsSplitFunding },
     { name: '0082-payments-gateway-routing', class: Migration0082PaymentsGatewayRouting },
+    { name: '0163-payments-by-customer', class: Migration0163PaymentsByCustomer },
   ],
   events: paymentEvents,
   services: ({ config, orm, logger }) => {

@@ -10,6 +10,7 @@ import { Migration0011CrashSafeIdempotency } from '../../db/migrations/0011-cras
 import { Migration0120InstantAdmission } from '../../db/migrations/0120-instant-admission.ts';
 import { Migration0135EventDispatchClaims } from '../../db/migrations/0135-event-dispatch-claims.ts';
 import { Migration0140Assert } from '../../db/migrations/0140-assert.ts';
+import { Migration0162EventsByCustomer } from '../../db/migrations/0162-events-by-customer.ts';
 import { defineArea } from '../../platform/area.ts';
 import { Account, ApiKey } from '../accounts/entities.ts';
 import { DomainEvent } from '../events/entities.ts';
@@ -38,6 +39,7 @@ export const platformArea = defineArea({
     { name: '0120-instant-admission', class: Migration0120InstantAdmission },
     { name: '0135-event-dispatch-claims', class: Migration0135EventDispatchClaims },
     { name: '0140-assert', class: Migration0140Assert },
+    { name: '0162-events-by-customer', class: Migration0162EventsByCustomer },
   ],
   admin: { accounts: accountsRouter, keys: keysRouter },
 });

@@ -1,0 +1,152 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { nativePool } from '../../db/pool.ts';
+import { create } from '../commerce/support.ts';
+import { cardBody } from '../payments/support.ts';
+import type { TestPlatform } from '../support/platform.ts';
+import { usePlatform, type Http } from '../support/use-platform.ts';
+
+/**
+ * Reads filtered by one customer, project or vendor use an index that leads with that filter
+ * (migrations 0162–0164; docs/platform.md, "Lists"), so they cost what they return, not the size of
+ * the account. Each case makes its rows through the API, copies them in SQL to 3,000 rows of 300
+ * other customers (or one other vendor), and calls the API. The test records the statements the
+ * platform sends while it answers, and asks PostgreSQL for the plan of each one, with its own
+ * parameters, on that data. Without the index, each plan walks the account's rows (`*_scope`)
+ * and the test fails.
+ */
+
+let platform: TestPlatform;
+let http: Http;
+let key: string;
+
+usePlatform({
+  worker: true, ownAccount: true,
+  env: { RATE_LIMIT_PER_MINUTE: '100000', RATE_LIMIT_PER_DAY: '1000000', RATE_LIMIT_CONCURRENCY: '100' },
+}, (t) => ({ platform, http, key } = t));
+
+const COPIES = 3000;
+const OTHERS = 300;
+
+/** `table`'s row `id` copied `COPIES` times, with new ids and the columns of `overrides` (SQL over `g`, 1…COPIES). */
+async function copies(table: string, id: string, overrides: Record<string, string>): Promise<void> {
+  const set = Object.entries({ id: `t.id || '_' || g`, ...overrides }).map(([column, sql]) => `'${column}', ${sql}`).join(', ');
+  await platform.sql(
+    `insert into ${table}
+     select (jsonb_populate_record(null::${table}, to_jsonb(t) || jsonb_build_object(${set}))).*
+       from ${table} t, generate_series(1, ${COPIES}) g where t.id = $1`,
+    [id],
+  );
+  await platform.sql(`analyze ${table}`);
+}
+const otherCustomer = `'cus_other_' || (g % ${OTHERS})`;
+
+interface Sent { text: string; values: unknown[] }
+let restore: (() => void) | undefined;
+afterEach(() => restore?.());
+
+/** The statements the platform sends to PostgreSQL while `act` runs (its one pool's clients, whatever their class). */
+async function statementsOf(act: () => Promise<void>): Promise<Sent[]> {
+  const sent: Sent[] = [];
+  const pool = await nativePool(platform.orm);
+  const client = await pool.connect();
+  const proto = Object.getPrototypeOf(client) as { query: (...args: any[]) => unknown };
+  client.release();
+  const query = proto.query;
+  proto.query = function (this: unknown, ...args: any[]) {
+    const [config, values] = args;
+    const text = typeof config === 'string' ? config : config?.text;
+    if (typeof text === 'string') sent.push({ text, values: (Array.isArray(values) ? values : config?.values) ?? [] });
+    return query.apply(this, args);
+  };
+  restore = () => { proto.query = query; };
+  try {
+    await act();
+  } finally {
+    restore();
+    restore = undefined;
+  }
+  return sent;
+}
+
+/** The indexes the plan of `statement` (run with its own parameters) reads. */
+async function indexesOf(statement: Sent): Promise<string[]> {
+  const [row] = await platform.sql<{ 'QUERY PLAN': unknown }>(`explain (format json) ${statement.text}`, statement.values);
+  return [...JSON.stringify(row!['QUERY PLAN']).matchAll(/"Index Name":"([^"]+)"/g)].map((m) => m[1]!);
+}
+
+/** Every statement sent during `act` that reads `table` filtered by `column`, each with the indexes its plan reads. */
+async function plansOf(table: string, column: string, act: () => Promise<void>): Promise<string[][]> {
+  const reads = (await statementsOf(act)).filter((s) =>
+    new RegExp(`from\\s+"?${table}"?\\b`, 'i').test(s.text) && new RegExp(`\\b${column}\\b`, 'i').test(s.text) && /^\s*select/i.test(s.text));
+  expect(reads.length, `no statement read ${table} by ${column}`).toBeGreaterThan(0);
+  return Promise.all(reads.map(indexesOf));
+}
+
+async function get(path: string): Promise<any> {
+  const res = await http(path, { key });
+  expect(res.status, res.text).toBe(200);
+  return res.body;
+}
+
+describe('reads filtered by a customer, project or vendor', () => {
+  it("a customer's events (GET /v3/events?customer_id=…) read events_scope_customer", async () => {
+    const customer = await create(http, key, '/v3/customers', { name: 'Needle', email: 'needle@example.com' });
+    expect((await http(`/v3/customers/${customer.id}`, { key, method: 'PATCH', body: { name: 'Needle Eye' } })).status).toBe(200);
+    const [event] = await platform.sql<{ id: string }>('select id from events where customer_id = $1', [customer.id]);
+    await copies('events', event!.id, { customer_id: otherCustomer, dispatched_at: 'now()' });
+
+    const plans = await plansOf('events', 'customer_id', async () => {
+      const page = await get(`/v3/events?customer_id=${customer.id}`);
+      expect(page.data.map((e: any) => e.id)).toEqual([event!.id]);
+    });
+    for (const indexes of plans) expect(indexes).toContain('events_scope_customer');
+  });
+
+  it("a customer's journey (and the customer_metrics of its events) reads payments_scope_customer", async () => {
+    const customer = await create(http, key, '/v3/customers', { name: 'Payer', email: 'payer@example.com' });
+    const paid = await http('/v3/payments/process', { key, body: { amount: 1500, currency: 'USD', customer_id: customer.id, payment_method: cardBody('4242424242424242') } });
+    expect(paid.status, paid.text).toBe(201);
+    await copies('payments', paid.body.id, { customer_id: otherCustomer, request_idempotency_key: 'null', workflow_id: `'payment-' || t.id || '_' || g` });
+
+    const plans = await plansOf('payments', 'customer_id', async () => {
+      const journey = await get(`/v3/customers/${customer.id}/journey`);
+      expect(journey.touchpoints.filter((t: any) => t.type === 'payment').map((t: any) => t.ref)).toEqual([paid.body.id]);
+    });
+    expect(plans.length).toBeGreaterThanOrEqual(2); // the numbers, and the touchpoints shown
+    for (const indexes of plans) expect(indexes).toContain('payments_scope_customer');
+  });
+
+  it('financial transactions by customer and by project read their indexes', async () => {
+    const customer = await create(http, key, '/v3/customers', { name: 'Ledger', email: 'ledger@example.com' });
+    const project = await create(http, key, '/v3/projects', { name: 'Fit-out', budget: 1000, start_date: '2026-01-01', end_date: '2026-12-31', customer_id: customer.id });
+    const posted = await create(http, key, '/v3/financial/transactions', { type: 'revenue', amount: 25, currency: 'USD', customer_id: customer.id, project_id: project.id });
+    await copies('financial_transactions', posted.id, { customer_id: otherCustomer, project_id: `'prj_other_' || (g % ${OTHERS})` });
+    await copies('projects', project.id, { customer_id: otherCustomer });
+
+    const byCustomer = await plansOf('financial_transactions', 'customer_id', async () => {
+      expect((await get(`/v3/financial/transactions?customer_id=${customer.id}`)).data.map((t: any) => t.id)).toEqual([posted.id]);
+    });
+    for (const indexes of byCustomer) expect(indexes).toContain('financial_transactions_scope_customer');
+    const byProject = await plansOf('financial_transactions', 'project_id', async () => {
+      expect((await get(`/v3/financial/transactions?project_id=${project.id}`)).data.map((t: any) => t.id)).toEqual([posted.id]);
+    });
+    for (const indexes of byProject) expect(indexes).toContain('financial_transactions_scope_project');
+    const projects = await plansOf('projects', 'customer_id', async () => {
+      expect((await get(`/v3/projects?customer_id=${customer.id}`)).data.map((p: any) => p.id)).toEqual([project.id]);
+    });
+    for (const indexes of projects) expect(indexes).toContain('projects_scope_customer');
+  });
+
+  it("a vendor's purchase orders (GET /v3/procurement/orders?vendor_id=…) read procurement_orders_scope_vendor", async () => {
+    const needle = await create(http, key, '/v3/vendors', { name: 'Rare supplier', email: 'rare@vendor.test' });
+    const busy = await create(http, key, '/v3/vendors', { name: 'Busy supplier', email: 'busy@vendor.test' });
+    const order = await create(http, key, '/v3/procurement/orders', { vendor_id: busy.id, items: [{ description: 'Bolts', quantity: 1, unit_price: 5, currency: 'USD' }] });
+    const mine = await create(http, key, '/v3/procurement/orders', { vendor_id: needle.id, items: [{ description: 'Nuts', quantity: 1, unit_price: 5, currency: 'USD' }] });
+    await copies('procurement_orders', order.id, {});
+
+    const plans = await plansOf('procurement_orders', 'vendor_id', async () => {
+      expect((await get(`/v3/procurement/orders?vendor_id=${needle.id}`)).data.map((o: any) => o.id)).toEqual([mine.id]);
+    });
+    for (const indexes of plans) expect(indexes).toContain('procurement_orders_scope_vendor');
+  });
+});
