@@ -4,6 +4,7 @@ import { communicationsRoutes } from '../../api/v3/communications/routes.ts';
 import { nativePool } from '../../db/pool.ts';
 import { Migration0050Communications } from '../../db/migrations/0050-communications.ts';
 import { Migration0051CommunicationsCallExtension } from '../../db/migrations/0051-communications-call-extension.ts';
+import { Migration0165CallsByNumber } from '../../db/migrations/0165-calls-by-number.ts';
 import { defineArea } from '../../platform/area.ts';
 import {
   Call, CallLeg, CallRate, CommsAddress, CommsAdminAction, CommsMessage, InboundMessage, Pbx, PbxExtension, PhoneNumber,
@@ -32,6 +33,7 @@ export const communicationsArea = defineArea({
   migrations: [
     { name: '0050-communications', class: Migration0050Communications },
     { name: '0051-communications-call-extension', class: Migration0051CommunicationsCallExtension },
+    { name: '0165-calls-by-number', class: Migration0165CallsByNumber },
   ],
   events: communicationsEvents,
   services: ({ orm }) => ({ telephony: createTelephony(() => nativePool(orm)) }),

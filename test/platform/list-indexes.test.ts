@@ -1,19 +1,23 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { nativePool } from '../../db/pool.ts';
 import { create } from '../commerce/support.ts';
+import { TO, provision } from '../communications/support.ts';
 import { cardBody } from '../payments/support.ts';
 import type { TestPlatform } from '../support/platform.ts';
-import { usePlatform, type Http } from '../support/use-platform.ts';
+import { useEnv, usePlatform, type Http } from '../support/use-platform.ts';
 
 /**
- * Reads filtered by one customer, project or vendor use an index that leads with that filter
- * (migrations 0162–0164; docs/platform.md, "Lists"), so they cost what they return, not the size of
+ * Reads filtered by one customer, project, vendor or called number use an index that leads with that filter
+ * (migrations 0162–0165; docs/platform.md, "Lists"), so they cost what they return, not the size of
  * the account. Each case makes its rows through the API, copies them in SQL to 3,000 rows of 300
  * other customers (or one other vendor), and calls the API. The test records the statements the
  * platform sends while it answers, and asks PostgreSQL for the plan of each one, with its own
  * parameters, on that data. Without the index, each plan walks the account's rows (`*_scope`)
  * and the test fails.
  */
+
+// The sandbox carrier's calls at 20 ms a call second, so the call below ends while the file runs.
+useEnv({ COMMUNICATIONS_SANDBOX_SECOND_MS: '20' });
 
 let platform: TestPlatform;
 let http: Http;
@@ -88,7 +92,7 @@ async function get(path: string): Promise<any> {
   return res.body;
 }
 
-describe('reads filtered by a customer, project or vendor', () => {
+describe('reads filtered by a customer, project, vendor or called number', () => {
   it("a customer's events (GET /v3/events?customer_id=…) read events_scope_customer", async () => {
     const customer = await create(http, key, '/v3/customers', { name: 'Needle', email: 'needle@example.com' });
     expect((await http(`/v3/customers/${customer.id}`, { key, method: 'PATCH', body: { name: 'Needle Eye' } })).status).toBe(200);
@@ -148,5 +152,16 @@ describe('reads filtered by a customer, project or vendor', () => {
       expect((await get(`/v3/procurement/orders?vendor_id=${needle.id}`)).data.map((o: any) => o.id)).toEqual([mine.id]);
     });
     for (const indexes of plans) expect(indexes).toContain('procurement_orders_scope_vendor');
+  });
+
+  it('calls to one number (GET /v3/communications/calls?to_number=…) read comm_calls_scope_to', async () => {
+    const from = (await provision(http, key)).number;
+    const call = await create(http, key, '/v3/communications/calls', { to_number: TO.answered, from_number: from });
+    await copies('comm_calls', call.id, { to_number: `'+1212555' || lpad((g % ${OTHERS})::text, 4, '0')`, request_idempotency_key: 'null', workflow_id: `'call-' || t.id || '_' || g` });
+
+    const plans = await plansOf('comm_calls', 'to_number', async () => {
+      expect((await get(`/v3/communications/calls?to_number=${encodeURIComponent(TO.answered)}`)).data.map((c: any) => c.id)).toEqual([call.id]);
+    });
+    for (const indexes of plans) expect(indexes).toContain('comm_calls_scope_to');
   });
 });
