@@ -1,4 +1,5 @@
 import { customerRoutes } from '../../api/v3/customers/routes.ts';
+import { Migration0166CustomersSearch } from '../../db/migrations/0166-customers-search.ts';
 import { defineArea } from '../../platform/area.ts';
 import { Customer } from './entities.ts';
 import { customerEvents } from './events.ts';
@@ -10,4 +11,5 @@ export const customersArea = defineArea({
   routes: customerRoutes,
   entities: [Customer],
   events: customerEvents,
+  migrations: [{ name: '0166-customers-search', class: Migration0166CustomersSearch }],
 });

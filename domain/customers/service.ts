@@ -1,9 +1,10 @@
-import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { LockMode, raw, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { notFound, type FieldError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import { Customer } from './entities.ts';
+import { CUSTOMER_SEARCH_TEXT } from './search.ts';
 import type { Company, CustomerType, CustomerView } from './schemas.ts';
 
 export type { CustomerView } from './schemas.ts';
@@ -148,7 +149,7 @@ export async function listCustomers(
   if (filters.created_lte) where.push({ createdAt: { $lte: filters.created_lte } });
   if (filters.q) {
     const pattern = `%${escapeLike(filters.q)}%`;
-    where.push({ $or: [{ email: { $ilike: pattern } }, { name: { $ilike: pattern } }, { firstName: { $ilike: pattern } }, { lastName: { $ilike: pattern } }, { company: { name: { $ilike: pattern } } }] });
+    where.push({ [raw((alias) => `(${CUSTOMER_SEARCH_TEXT(alias)})`)]: { $ilike: pattern } });
   }
   const rows = await em.find(Customer, { $and: where }, { orderBy: { id: page.direction }, limit: page.limit + 1 });
   return rows.map(customerView);
