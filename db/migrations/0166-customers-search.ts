@@ -2,7 +2,7 @@ import { Migration } from '@mikro-orm/migrations';
 
 /**
  * GET /v3/customers?q=… matches its text anywhere in a customer's email, names and company name
- * (domain/customers/search.ts, which spells the same expression). A `%…%` pattern cannot use a b-tree, so every search read every
+ * (domain/search.ts spells the same expression). A `%…%` pattern cannot use a b-tree, so every search read every
  * customer of the account. A trigram index (PostgreSQL's pg_trgm, shipped with PostgreSQL and
  * with the embedded one) on the searched text answers it from the index.
  *

@@ -7,6 +7,7 @@ import { reportRoutes } from '../../api/v3/commerce/reports.ts';
 import { storeRoutes } from '../../api/v3/commerce/stores.ts';
 import { Migration0002CommerceCrm } from '../../db/migrations/0002-commerce-crm.ts';
 import { Migration0010OrderPaymentUnique } from '../../db/migrations/0010-order-payment-unique.ts';
+import { Migration0167ProductsSearch } from '../../db/migrations/0167-products-search.ts';
 import { defineArea } from '../../platform/area.ts';
 import { InventoryLevel, MarketplaceListing, Order, Product, Store, Warehouse } from './entities.ts';
 import { commerceEvents } from './events.ts';
@@ -24,6 +25,7 @@ export const commerceArea = defineArea({
   migrations: [
     { name: '0002-commerce-crm', class: Migration0002CommerceCrm },
     { name: '0010-order-payment-unique', class: Migration0010OrderPaymentUnique },
+    { name: '0167-products-search', class: Migration0167ProductsSearch },
   ],
   events: commerceEvents,
   consumers: [orderWorkflowConsumer],

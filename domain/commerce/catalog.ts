@@ -7,6 +7,7 @@ import { Product, Store, type Variant } from './entities.ts';
 import { loadRates, priceIn, type PriceView, type RateTable } from './pricing.ts';
 import type { ProductView } from './schemas.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
+import { textContains } from '../search.ts';
 
 /** A fulfilment deadline of 48 hours unless the store says otherwise. */
 export const DEFAULT_FULFILLMENT_DEADLINE_SECONDS = 48 * 3600;
@@ -159,9 +160,8 @@ export interface ProductFilters {
   active?: boolean;
 }
 
-function escapeLike(text: string): string {
-  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
+/** What the products' `?q=` searches (the trigram index of migration 0167 spells the same text). */
+export const PRODUCT_SEARCH_COLUMNS = ['name', 'sku', 'description'] as const;
 
 export async function findProducts(em: EntityManager, filters: ProductFilters, page: PageArgs): Promise<Product[]> {
   const where: Record<string, unknown>[] = [page.where];
@@ -169,10 +169,7 @@ export async function findProducts(em: EntityManager, filters: ProductFilters, p
   if (filters.category) where.push({ categories: { $overlap: filters.category } });
   if (filters.sku) where.push({ sku: { $in: filters.sku } });
   if (filters.active !== undefined) where.push({ active: filters.active });
-  if (filters.q) {
-    const pattern = `%${escapeLike(filters.q)}%`;
-    where.push({ $or: [{ name: { $ilike: pattern } }, { sku: { $ilike: pattern } }, { description: { $ilike: pattern } }] });
-  }
+  if (filters.q) where.push(textContains(PRODUCT_SEARCH_COLUMNS, filters.q));
   return em.find(Product, { $and: where }, { orderBy: { id: page.direction }, limit: page.limit + 1 });
 }
 

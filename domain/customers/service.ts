@@ -1,10 +1,10 @@
-import { LockMode, raw, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { notFound, type FieldError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
 import { Customer } from './entities.ts';
-import { CUSTOMER_SEARCH_TEXT } from './search.ts';
+import { textContains } from '../search.ts';
 import type { Company, CustomerType, CustomerView } from './schemas.ts';
 
 export type { CustomerView } from './schemas.ts';
@@ -134,9 +134,8 @@ export async function updateCustomer(
   });
 }
 
-function escapeLike(text: string): string {
-  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
+/** What GET /v3/customers?q= searches (the trigram index of migration 0166 spells the same text). */
+export const CUSTOMER_SEARCH_COLUMNS = ['email', 'name', 'first_name', 'last_name', "company ->> 'name'"] as const;
 
 export async function listCustomers(
   em: EntityManager, filters: CustomerFilters, page: { where: Record<string, unknown>; direction: 'asc' | 'desc'; limit: number },
@@ -147,10 +146,7 @@ export async function listCustomers(
   if (filters.customer_type) where.push({ customerType: { $in: filters.customer_type } });
   if (filters.created_gte) where.push({ createdAt: { $gte: filters.created_gte } });
   if (filters.created_lte) where.push({ createdAt: { $lte: filters.created_lte } });
-  if (filters.q) {
-    const pattern = `%${escapeLike(filters.q)}%`;
-    where.push({ [raw((alias) => `(${CUSTOMER_SEARCH_TEXT(alias)})`)]: { $ilike: pattern } });
-  }
+  if (filters.q) where.push(textContains(CUSTOMER_SEARCH_COLUMNS, filters.q));
   const rows = await em.find(Customer, { $and: where }, { orderBy: { id: page.direction }, limit: page.limit + 1 });
   return rows.map(customerView);
 }
