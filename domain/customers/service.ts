@@ -1,4 +1,4 @@
-import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { LockMode, raw, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { notFound, type FieldError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { recordEvent } from '../events/outbox.ts';
@@ -141,7 +141,8 @@ export async function listCustomers(
   em: EntityManager, filters: CustomerFilters, page: { where: Record<string, unknown>; direction: 'asc' | 'desc'; limit: number },
 ): Promise<CustomerView[]> {
   const where: Record<string, unknown>[] = [page.where];
-  if (filters.email) where.push({ email: { $in: filters.email } });
+  // The emails come lowercased, and so are stored ones; `lower(email)` is what customers_scope_email indexes.
+  if (filters.email) where.push({ [raw((alias) => `lower(${alias}.email)`)]: { $in: filters.email } });
   if (filters.segment) where.push({ segments: { $overlap: filters.segment } });
   if (filters.customer_type) where.push({ customerType: { $in: filters.customer_type } });
   if (filters.created_gte) where.push({ createdAt: { $gte: filters.created_gte } });

@@ -181,6 +181,15 @@ describe('reads filtered by a customer, project, vendor or called number', () =>
     for (const indexes of plans) expect(indexes).toContain('comm_calls_scope_to');
   });
 
+  it('customers by email (GET /v3/customers?email=…) read customers_scope_email, whatever the case asked', async () => {
+    const customer = await create(http, key, '/v3/customers', { name: 'Mailed', email: 'Mailed.One@Example.com' });
+    await copies('customers', customer.id, { email: `'other' || g || '@example.com'` });
+    const plans = await plansOf('customers', 'email', async () => {
+      expect((await get('/v3/customers?email=MAILED.one@example.com')).data.map((c: any) => c.id)).toEqual([customer.id]);
+    });
+    for (const indexes of plans) expect(indexes).toContain('customers_scope_email');
+  });
+
   it("a search (GET /v3/customers?q=…) reads customers_search, with the same matches as before it", async () => {
     const company = await create(http, key, '/v3/customers', { name: 'Plain', email: 'plain@example.com', company: { name: 'Quokka Logistics' } });
     const named = await create(http, key, '/v3/customers', { first_name: 'Ada', last_name: 'Quokkason', email: 'ada@example.com' });
