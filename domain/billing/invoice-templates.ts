@@ -239,7 +239,8 @@ export async function archiveTemplate(em: EntityManager, scope: Scope, id: strin
     t.isDefault = false;
     t.updatedAt = new Date();
     await tx.flush();
-    await tx.execute(`delete from invoice_template_assignments where template_id = ?`, [id]);
+    // The scope leads the table's key, so the delete reads this account's assignments, not every account's.
+    await tx.execute(`delete from invoice_template_assignments where account_id = ? and livemode = ? and template_id = ?`, [scope.accountId, scope.livemode, id]);
     return templateView(t);
   });
 }

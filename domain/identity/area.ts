@@ -4,6 +4,7 @@ import { Migration0091IdentityOauth } from '../../db/migrations/0091-identity-oa
 import { Migration0092IdentityOauthKeyActivation } from '../../db/migrations/0092-identity-oauth-key-activation.ts';
 import { Migration0093IdentityViewerTokensRead } from '../../db/migrations/0093-identity-viewer-tokens-read.ts';
 import { Migration0150LoginThrottleGcra } from '../../db/migrations/0150-login-throttle-gcra.ts';
+import { Migration0168IdentityOidcByClient } from '../../db/migrations/0168-identity-oidc-by-client.ts';
 import { defineArea } from '../../platform/area.ts';
 
 /**
@@ -19,6 +20,7 @@ export const identityArea = defineArea({
     { name: '0092-identity-oauth-key-activation', class: Migration0092IdentityOauthKeyActivation },
     { name: '0093-identity-viewer-tokens-read', class: Migration0093IdentityViewerTokensRead },
     { name: '0150-login-throttle-gcra', class: Migration0150LoginThrottleGcra },
+    { name: '0168-identity-oidc-by-client', class: Migration0168IdentityOidcByClient },
   ],
   pages: { prefixes: ['/dashboard/session', '/oauth', '/.well-known/'], mount: mountIdentityPages },
 });

@@ -4,6 +4,8 @@ import { nativePool } from '../../db/pool.ts';
 import { create } from '../commerce/support.ts';
 import { TO, provision } from '../communications/support.ts';
 import { cardBody } from '../payments/support.ts';
+import { createOAuthClient, revokeOAuthClient } from '../../domain/identity/public.ts';
+import { permissionScopes } from '../../domain/registry.ts';
 import type { TestPlatform } from '../support/platform.ts';
 import { useEnv, usePlatform, type Http } from '../support/use-platform.ts';
 
@@ -239,5 +241,60 @@ describe('reads filtered by a customer, project, vendor or called number', () =>
     });
     expect(plans.length).toBeGreaterThanOrEqual(2);
     for (const indexes of plans) expect(indexes).toContain('products_search');
+  });
+});
+
+describe('writes that find their rows by one column', () => {
+  /** The statements sent during `act` that start with `verb … table`, each with the indexes its plan reads. */
+  async function writePlans(verb: 'update' | 'delete from', table: string, act: () => Promise<void>): Promise<string[][]> {
+    const writes = (await statementsOf(act)).filter((s) => new RegExp(`^\\s*${verb}\\s+"?${table}"?\\b`, 'i').test(s.text));
+    expect(writes.length, `no statement ${verb} ${table}`).toBeGreaterThan(0);
+    return Promise.all(writes.map(indexesOf));
+  }
+
+  it("revoking an OAuth client finds the client's provider rows through oidc_models_client (migration 0168)", async () => {
+    const client = await createOAuthClient(platform.orm, {
+      accountId: await platform.newAccount(), name: 'Indexed app', type: 'confidential', redirectUris: ['https://app.example.com/cb'],
+      grantTypes: ['authorization_code', 'refresh_token'], scopes: ['openid', 'crm:read'],
+    }, permissionScopes);
+    // Three tokens of this client among 3,000 of 300 others.
+    await seed(
+      `insert into oidc_models (model, id, payload, expires_at)
+       select 'AccessToken', 'indexed-' || g, jsonb_build_object('clientId', case when g <= 3 then $1 else 'oac_other_' || (g % ${OTHERS}) end), now() + interval '1 hour'
+         from generate_series(1, ${COPIES}) g`,
+      [client.id],
+    );
+    await seed('analyze oidc_models');
+
+    const plans = await writePlans('update', 'oidc_models', async () => {
+      expect((await revokeOAuthClient(platform.orm, { accountId: client.account_id, clientId: client.id })).status).toBe('revoked');
+    });
+    for (const indexes of plans) expect(indexes).toContain('oidc_models_client');
+    const [left] = await platform.sql<{ revoked: number; others: number }>(
+      `select count(*) filter (where payload->>'clientId' = $1 and revoked_at is not null)::int as revoked,
+              count(*) filter (where payload->>'clientId' <> $1 and revoked_at is not null)::int as others
+         from oidc_models where id like 'indexed-%'`, [client.id]);
+    expect(left).toEqual({ revoked: 3, others: 0 });
+  });
+
+  it("archiving an invoice template removes its assignments within the account, through the table's key", async () => {
+    const template = await create(http, key, '/v3/invoice_templates', { name: 'Indexed template' });
+    const customer = await create(http, key, '/v3/customers', { name: 'Templated', email: 'templated@example.com' });
+    const assigned = await http(`/v3/customers/${customer.id}/invoice_template`, { key, method: 'PUT', body: { template_id: template.id } });
+    expect(assigned.status, assigned.text).toBe(200);
+    // Another account's assignments (3,000 of them), which the archive has no business reading.
+    await seed(
+      `insert into invoice_template_assignments (account_id, livemode, subject_id, template_id, created_at)
+       select $1, false, 'cus_other_' || g, $2, now() from generate_series(1, ${COPIES}) g`,
+      [await platform.newAccount(), template.id],
+    );
+    await seed('analyze invoice_template_assignments');
+
+    const plans = await writePlans('delete from', 'invoice_template_assignments', async () => {
+      const archived = await http(`/v3/invoice_templates/${template.id}/archive`, { key, method: 'POST' });
+      expect(archived.status, archived.text).toBe(200);
+    });
+    for (const indexes of plans) expect(indexes).toContain('invoice_template_assignments_pkey');
+    expect(await platform.sql('select subject_id from invoice_template_assignments where subject_id = $1', [customer.id])).toEqual([]);
   });
 });
