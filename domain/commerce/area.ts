@@ -8,6 +8,7 @@ import { storeRoutes } from '../../api/v3/commerce/stores.ts';
 import { Migration0002CommerceCrm } from '../../db/migrations/0002-commerce-crm.ts';
 import { Migration0010OrderPaymentUnique } from '../../db/migrations/0010-order-payment-unique.ts';
 import { Migration0167ProductsSearch } from '../../db/migrations/0167-products-search.ts';
+import { Migration0169CommerceListingsBySku } from '../../db/migrations/0169-commerce-listings-by-sku.ts';
 import { defineArea } from '../../platform/area.ts';
 import { InventoryLevel, MarketplaceListing, Order, Product, Store, Warehouse } from './entities.ts';
 import { commerceEvents } from './events.ts';
@@ -26,6 +27,7 @@ export const commerceArea = defineArea({
     { name: '0002-commerce-crm', class: Migration0002CommerceCrm },
     { name: '0010-order-payment-unique', class: Migration0010OrderPaymentUnique },
     { name: '0167-products-search', class: Migration0167ProductsSearch },
+    { name: '0169-commerce-listings-by-sku', class: Migration0169CommerceListingsBySku },
   ],
   events: commerceEvents,
   consumers: [orderWorkflowConsumer],

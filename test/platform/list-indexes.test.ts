@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nativePool } from '../../db/pool.ts';
-import { create } from '../commerce/support.ts';
+import { create, openShop, stockedProduct } from '../commerce/support.ts';
 import { TO, provision } from '../communications/support.ts';
 import { cardBody } from '../payments/support.ts';
 import { createOAuthClient, revokeOAuthClient } from '../../domain/identity/public.ts';
@@ -11,7 +11,7 @@ import { useEnv, usePlatform, type Http } from '../support/use-platform.ts';
 
 /**
  * Reads filtered by one customer, project, vendor or called number use an index that leads with
- * that filter, and customer and product search use their trigram indexes (migrations 0162–0167; docs/platform.md,
+ * that filter, and customer and product search use their trigram indexes (migrations 0162–0169; docs/platform.md,
  * "Lists"), so they cost what they return, not the size of the account. Each case makes its rows
  * through the API, copies them in SQL to 3,000 rows of 300 other customers (another vendor, other
  * numbers; 60,000 other customers for the customer search), and calls the API. The test records the
@@ -190,6 +190,28 @@ describe('reads filtered by a customer, project, vendor or called number', () =>
       expect((await get('/v3/customers?email=MAILED.one@example.com')).data.map((c: any) => c.id)).toEqual([customer.id]);
     });
     for (const indexes of plans) expect(indexes).toContain('customers_scope_email');
+  });
+
+  it("a SKU's marketplace listings (GET /v3/marketplace/{marketplace}/listings?sku=…) read marketplace_listings_scope_sku", async () => {
+    const shop = await openShop(http, key);
+    const product = await stockedProduct(http, key, shop, 'LISTED-1', 5, { price: 2500 });
+    expect((await http('/v3/marketplace/amazon/listings/sync', { key, body: { store_id: shop.storeId } })).status).toBe(200);
+    const [listing] = await platform.sql<{ id: string }>('select id from marketplace_listings where product_id = $1', [product.id]);
+    // 3,000 other products of the store, each listed.
+    await copies('products', product.id, { sku: `'OTHER-' || g` });
+    await seed(
+      `insert into marketplace_listings
+       select (jsonb_populate_record(null::marketplace_listings, to_jsonb(l) || jsonb_build_object(
+                'id', l.id || '_' || g, 'product_id', l.product_id || '_' || g, 'sku', 'OTHER-' || g, 'external_id', l.external_id || '-' || g))).*
+         from marketplace_listings l, generate_series(1, ${COPIES}) g where l.id = $1`,
+      [listing!.id],
+    );
+    await seed('analyze marketplace_listings');
+
+    const plans = await plansOf('marketplace_listings', 'sku', async () => {
+      expect((await get('/v3/marketplace/amazon/listings?sku=LISTED-1')).data.map((l: any) => l.id)).toEqual([listing!.id]);
+    });
+    for (const indexes of plans) expect(indexes).toContain('marketplace_listings_scope_sku');
   });
 
   it("a search (GET /v3/customers?q=…) reads customers_search, with the same matches as before it", async () => {
