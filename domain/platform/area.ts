@@ -11,6 +11,7 @@ import { Migration0120InstantAdmission } from '../../db/migrations/0120-instant-
 import { Migration0135EventDispatchClaims } from '../../db/migrations/0135-event-dispatch-claims.ts';
 import { Migration0140Assert } from '../../db/migrations/0140-assert.ts';
 import { Migration0162EventsByCustomer } from '../../db/migrations/0162-events-by-customer.ts';
+import { Migration0170EventsTypePattern } from '../../db/migrations/0170-events-type-pattern.ts';
 import { defineArea } from '../../platform/area.ts';
 import { Account, ApiKey } from '../accounts/entities.ts';
 import { DomainEvent } from '../events/entities.ts';
@@ -40,6 +41,7 @@ export const platformArea = defineArea({
     { name: '0135-event-dispatch-claims', class: Migration0135EventDispatchClaims },
     { name: '0140-assert', class: Migration0140Assert },
     { name: '0162-events-by-customer', class: Migration0162EventsByCustomer },
+    { name: '0170-events-type-pattern', class: Migration0170EventsTypePattern },
   ],
   admin: { accounts: accountsRouter, keys: keysRouter },
 });

@@ -11,7 +11,7 @@ import { useEnv, usePlatform, type Http } from '../support/use-platform.ts';
 
 /**
  * Reads filtered by one customer, project, vendor or called number use an index that leads with
- * that filter, and customer and product search use their trigram indexes (migrations 0162–0169; docs/platform.md,
+ * that filter, and customer and product search use their trigram indexes (migrations 0162–0170; docs/platform.md,
  * "Lists"), so they cost what they return, not the size of the account. Each case makes its rows
  * through the API, copies them in SQL to 3,000 rows of 300 other customers (another vendor, other
  * numbers; 60,000 other customers for the customer search), and calls the API. The test records the
@@ -96,10 +96,15 @@ async function indexesOf(statement: Sent): Promise<string[]> {
   return [...JSON.stringify(row!['QUERY PLAN']).matchAll(/"Index Name":"([^"]+)"/g)].map((m) => m[1]!);
 }
 
-/** Every statement sent during `act` that reads `table` filtered by `column`, each with the indexes its plan reads. */
-async function plansOf(table: string, column: string, act: () => Promise<void>): Promise<string[][]> {
+/**
+ * Every statement sent during `act` that reads `table` and names `column` (or matches `column`, a
+ * pattern, where the column's name alone also appears in other reads), each with the indexes its
+ * plan reads.
+ */
+async function plansOf(table: string, column: string | RegExp, act: () => Promise<void>): Promise<string[][]> {
+  const filter = typeof column === 'string' ? new RegExp(`\\b${column}\\b`, 'i') : column;
   const reads = (await statementsOf(act)).filter((s) =>
-    new RegExp(`from\\s+"?${table}"?\\b`, 'i').test(s.text) && new RegExp(`\\b${column}\\b`, 'i').test(s.text) && /^\s*select/i.test(s.text));
+    new RegExp(`from\\s+"?${table}"?\\b`, 'i').test(s.text) && filter.test(s.text) && /^\s*select/i.test(s.text));
   expect(reads.length, `no statement read ${table} by ${column}`).toBeGreaterThan(0);
   return Promise.all(reads.map(indexesOf));
 }
@@ -115,13 +120,30 @@ describe('reads filtered by a customer, project, vendor or called number', () =>
     const customer = await create(http, key, '/v3/customers', { name: 'Needle', email: 'needle@example.com' });
     expect((await http(`/v3/customers/${customer.id}`, { key, method: 'PATCH', body: { name: 'Needle Eye' } })).status).toBe(200);
     const [event] = await platform.sql<{ id: string }>('select id from events where customer_id = $1', [customer.id]);
-    await copies('events', event!.id, { customer_id: otherCustomer, dispatched_at: 'now()' });
+    // Of another kind too, so that the kind-prefix case below finds its own kind rare.
+    await copies('events', event!.id, { customer_id: otherCustomer, type: `'order.updated'`, dispatched_at: 'now()' });
 
     const plans = await plansOf('events', 'customer_id', async () => {
       const page = await get(`/v3/events?customer_id=${customer.id}`);
       expect(page.data.map((e: any) => e.id)).toEqual([event!.id]);
     });
     for (const indexes of plans) expect(indexes).toContain('events_scope_customer');
+  });
+
+  it('events of a kind prefix (GET /v3/events?type=customer.*) read events_scope_type_pattern, which serves LIKE in any collation (C.UTF-8 here)', async () => {
+    const customer = await create(http, key, '/v3/customers', { name: 'Prefixed', email: 'prefixed@example.com' });
+    expect((await http(`/v3/customers/${customer.id}`, { key, method: 'PATCH', body: { name: 'Prefixed Too' } })).status).toBe(200);
+    const [event] = await platform.sql<{ id: string }>("select id from events where customer_id = $1 and type = 'customer.updated'", [customer.id]);
+    await copies('events', event!.id, { type: `'order.created'`, customer_id: otherCustomer, dispatched_at: 'now()' });
+
+    // Reads by id (the dispatcher's, the API's) name the column too: only the kind filters count.
+    const plans = await plansOf('events', /"type" (like|in) /i, async () => {
+      const page = await get('/v3/events?type=customer.*&limit=100');
+      expect(page.data.map((e: any) => e.id)).toContain(event!.id);
+      for (const e of page.data) expect(e.type).toMatch(/^customer\./);
+      expect((await get('/v3/events?type=customer.updated&limit=100')).data.map((e: any) => e.id)).toContain(event!.id);
+    });
+    for (const indexes of plans) expect(indexes).toContain('events_scope_type_pattern');
   });
 
   it("a customer's journey (and the customer_metrics of its events) reads payments_scope_customer", async () => {
