@@ -14,8 +14,8 @@ import { raw } from '@mikro-orm/postgresql';
 export const searchText = (alias: string, columns: readonly string[]): string =>
   columns.map((column) => `coalesce(${alias}.${column}, '')`).join(" || E'\\x1f' || ");
 
-/** `%`, `_` and `\` in the searched text stand for themselves. */
-function escapeLike(text: string): string {
+/** Text for a LIKE pattern in which `%`, `_` and `\` stand for themselves (PostgreSQL's default escape). */
+export function escapeLike(text: string): string {
   return text.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 

@@ -161,7 +161,7 @@ export interface ProductFilters {
 }
 
 /** What the products' `?q=` searches (the trigram index of migration 0167 spells the same text). */
-export const PRODUCT_SEARCH_COLUMNS = ['name', 'sku', 'description'] as const;
+const PRODUCT_SEARCH_COLUMNS = ['name', 'sku', 'description'] as const;
 
 export async function findProducts(em: EntityManager, filters: ProductFilters, page: PageArgs): Promise<Product[]> {
   const where: Record<string, unknown>[] = [page.where];

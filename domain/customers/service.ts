@@ -135,7 +135,7 @@ export async function updateCustomer(
 }
 
 /** What GET /v3/customers?q= searches (the trigram index of migration 0166 spells the same text). */
-export const CUSTOMER_SEARCH_COLUMNS = ['email', 'name', 'first_name', 'last_name', "company ->> 'name'"] as const;
+const CUSTOMER_SEARCH_COLUMNS = ['email', 'name', 'first_name', 'last_name', "company ->> 'name'"] as const;
 
 export async function listCustomers(
   em: EntityManager, filters: CustomerFilters, page: { where: Record<string, unknown>; direction: 'asc' | 'desc'; limit: number },

@@ -2,6 +2,7 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { newId } from '../../platform/ids.ts';
 import type { CustomerMetrics } from './consumers.ts';
 import { readScopedOr404, scopeColumns, type Scope } from '../scope.ts';
+import { escapeLike } from '../search.ts';
 import type { EventKind } from './catalog.ts';
 import { DomainEvent } from './entities.ts';
 import type { EventView } from './schemas.ts';
@@ -65,7 +66,7 @@ export async function listEvents(
     // `order.*` matches every kind under `order.`.
     const exact = filters.type.filter((t) => !t.endsWith('.*'));
     const prefixes = filters.type.filter((t) => t.endsWith('.*')).map((t) => t.slice(0, -1));
-    where.push({ $or: [...(exact.length ? [{ type: { $in: exact } }] : []), ...prefixes.map((p) => ({ type: { $like: `${p.replace(/[\\%_]/g, (c) => `\\${c}`)}%` } }))] });
+    where.push({ $or: [...(exact.length ? [{ type: { $in: exact } }] : []), ...prefixes.map((p) => ({ type: { $like: `${escapeLike(p)}%` } }))] });
   }
   if (filters.customer_id) where.push({ customerId: filters.customer_id });
   if (filters.created_gte) where.push({ createdAt: { $gte: filters.created_gte } });

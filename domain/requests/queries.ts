@@ -1,5 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Scope } from '../scope.ts';
+import { escapeLike } from '../search.ts';
 
 /**
  * What the dashboard reads from the request log and the per-key daily roll-up, always for one
@@ -71,7 +72,7 @@ export async function listRequestLogs(orm: MikroORM, scope: Scope, filters: Requ
     values.push(cond.value);
   }
   if (filters.path) {
-    values.push(`${filters.path.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+    values.push(`${escapeLike(filters.path)}%`);
     where.push(`path like $${values.length}`);
   }
   if (filters.apiKeyId) {
