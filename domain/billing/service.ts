@@ -196,13 +196,14 @@ export async function listSubscriptions(
 
 /**
  * Writes the subscription row as the workflow sees it, with its event, in one transaction — only
- * when `version` is newer than the stored one, so a retried or late write changes nothing.
+ * when `version` is newer than the stored one, so a retried or late write changes nothing. Answers
+ * with the row the write returned; a write that changed nothing reads the row as it is.
  */
 export async function saveSubscription(em: EntityManager, snap: SubscriptionSnapshot): Promise<SubscriptionView> {
   const scope = { accountId: snap.accountId, livemode: snap.livemode };
   const d = (ms: number | null) => (ms === null ? null : new Date(ms));
-  await em.transactional(async (tx) => {
-    const applied = await tx.getConnection().execute<{ id: string }[]>(
+  const written = await em.transactional(async (tx) => {
+    const applied = await tx.getConnection().execute<Record<string, unknown>[]>(
       `insert into subscriptions (id, account_id, livemode, customer_id, plan_id, billing_cycle, status, auto_collection, days_until_due,
          trial_end, current_period_start, current_period_end, next_invoice_date, cancel_at_period_end, canceled_at, paused_at, resumes_at,
          tax_jurisdiction, test_clock_id, card_brand, card_last4, card_exp_month, card_exp_year, card_token, card_gateway, workflow_id, version, metadata,
@@ -218,19 +219,19 @@ export async function saveSubscription(em: EntityManager, snap: SubscriptionSnap
            then excluded.card_gateway else subscriptions.card_gateway end,
          version = excluded.version, updated_at = excluded.updated_at
        where subscriptions.version < excluded.version
-       returning id`,
+       returning *`,
       [snap.subscriptionId, snap.accountId, snap.livemode, snap.customerId, snap.planId, snap.billingCycle, snap.status, snap.autoCollection,
         snap.daysUntilDue, d(snap.trialEnd), d(snap.periodStart), d(snap.periodEnd), d(snap.nextInvoiceAt), snap.cancelAtPeriodEnd,
         d(snap.canceledAt), d(snap.pausedAt), d(snap.resumesAt), snap.taxJurisdiction, snap.testClockId, snap.card?.brand ?? null,
         snap.card?.last4 ?? null, snap.card?.expMonth ?? null, snap.card?.expYear ?? null, snap.card?.token ?? null, snap.card ? snap.gateway ?? null : null,
         subscriptionWorkflowId(snap.subscriptionId), snap.version, JSON.stringify(snap.metadata), new Date(snap.createdAt), new Date(snap.at)],
       'all', tx.getTransactionContext());
-    if (applied.length && snap.event) {
-      const row = await tx.findOneOrFail(Subscription, { id: snap.subscriptionId }, { refresh: true });
-      recordEvent(tx, scope, { type: snap.event, object: subscriptionView(row), customerId: snap.customerId, requestId: snap.requestId });
-    }
+    if (!applied.length) return undefined;
+    const view = subscriptionView(tx.map(Subscription, applied[0] as never));
+    if (snap.event) recordEvent(tx, scope, { type: snap.event, object: view, customerId: snap.customerId, requestId: snap.requestId });
+    return view;
   });
-  return getSubscription(em.fork(), snap.subscriptionId);
+  return written ?? getSubscription(em.fork(), snap.subscriptionId);
 }
 
 // ---- Invoices -------------------------------------------------------------------------------

@@ -29,6 +29,10 @@ describe('a monthly subscription on a test clock', () => {
       payment_method: { type: 'card', card: { brand: 'visa', last4: '4242' } }, metadata: { team: 'a' },
     });
     expect(created.text).not.toContain('4242424242424242');
+    // Its event carries the subscription exactly as the API answers it (the row its write returned).
+    const [createdEvent] = await platform.sql<{ data: { object: unknown } }>(
+      `select data from events where type = 'subscription.created' and customer_id = $1`, [customer]);
+    expect(createdEvent!.data.object).toEqual(sub);
 
     // The trial ends: active, no invoice yet.
     await advance(http, key, clock, '2025-01-25T00:00:00Z');
@@ -58,6 +62,9 @@ describe('a monthly subscription on a test clock', () => {
     const paused = await http(`/v3/subscriptions/${sub.id}/pause`, { key, body: {} });
     expect(paused.status, paused.text).toBe(200);
     expect(paused.body.status).toBe('paused');
+    const [pausedEvent] = await platform.sql<{ data: { object: unknown } }>(
+      `select data from events where type = 'subscription.paused' and customer_id = $1`, [customer]);
+    expect(pausedEvent!.data.object).toEqual(paused.body);
     const again = await http(`/v3/subscriptions/${sub.id}/pause`, { key, body: {} });
     expect(again.status).toBe(409);
     expect(again.body).toMatchObject({ code: 'invalid_state_transition', current_state: 'paused' });
