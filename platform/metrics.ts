@@ -53,6 +53,17 @@ export const workflowStarts = new Counter({
   labelNames: ['workflow_type'] as const, registers,
 });
 
+/**
+ * Events a dispatcher pass held and lost before it was done with them: the pass outlived its lease
+ * (5 s, or WEBHOOK_HEARTBEAT_TIMEOUT_MS when longer) and another pass took them. Harmless (the
+ * other pass starts the same workflow ids and sends the same webhook-ids), but a steady rate says
+ * passes take longer than their lease: the dispatcher is overloaded.
+ */
+export const eventClaimsLost = new Counter({
+  name: 'bp_event_claims_lost_total', help: 'Events a dispatcher pass lost to another pass because it outlived its lease.',
+  registers,
+});
+
 /** Memory-reducing collections run once the process was quiet (platform/memory-release.ts). */
 export const memoryReleases = new Counter({
   name: 'bp_memory_releases_total', help: 'Memory-reducing garbage collections run after a quiet spell, handing pooled heap pages back.',

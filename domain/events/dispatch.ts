@@ -6,6 +6,7 @@ import type { Pool } from 'pg';
 import { nativePool } from '../../db/pool.ts';
 import { every, limiter, mapLimit, type Limiter } from '../../platform/concurrency.ts';
 import type { Logger } from '../../platform/logger.ts';
+import { eventClaimsLost } from '../../platform/metrics.ts';
 import { scopedEm } from '../scope.ts';
 import type {
   CustomerMetrics, CustomerMetricsSource, DispatchBatchResult, EventConsumer, FirstStepContext, FirstStepOutcome, OutboxEvent, WorkflowStartRequest,
@@ -103,6 +104,9 @@ export async function dispatchPendingEvents(deps: DispatchDeps, batchSize: numbe
   }
 }
 
+/** Event ids named in a claim-loss warning (the count names them all). */
+const LOST_IDS_LOGGED = 5;
+
 /**
  * Keeps the pass's claim alive: every third of `claimMs`, the lease of its events still undispatched
  * is extended. An event whose claim was lost meanwhile (the pass stalled past its lease and another
@@ -117,11 +121,14 @@ function renewClaim(pool: Pool, claim: string, ids: string[], deps: DispatchDeps
   ).then(({ rows }) => {
     if (stopped) return; // answered after the pass marked its events dispatched
     const held = new Set(rows.map((r) => r.id));
-    for (const id of ids) {
-      if (held.has(id) || failedIds.has(id)) continue;
-      failedIds.add(id);
-      deps.logger?.warn('event claim lost (the pass outlived its lease); another pass has the event', { event_id: id });
-    }
+    const lost = ids.filter((id) => !held.has(id) && !failedIds.has(id));
+    if (!lost.length) return;
+    for (const id of lost) failedIds.add(id);
+    eventClaimsLost.inc(lost.length);
+    // One line per renewal, however many: an overloaded dispatcher loses a whole pass at once.
+    deps.logger?.warn('event claims lost (the pass outlived its lease); another pass has the events', {
+      lost: lost.length, event_ids: lost.slice(0, LOST_IDS_LOGGED), claim_ms: deps.claimMs,
+    });
   }).catch((err: unknown) => {
     deps.logger?.warn('could not renew the claim on events being dispatched', { error: err });
   }));

@@ -6,6 +6,7 @@ import { recordEvent } from '../../domain/events/outbox.ts';
 import { scopedEm } from '../../domain/scope.ts';
 import { webhookConsumer } from '../../domain/webhooks/consumer.ts';
 import { createLogger } from '../../platform/logger.ts';
+import { eventClaimsLost } from '../../platform/metrics.ts';
 import type { EventConsumer, FirstStepContext } from '../../domain/events/consumers.ts';
 import type { Limiter } from '../../platform/concurrency.ts';
 import { startEventDispatchTrigger } from '../../worker/event-dispatch.ts';
@@ -34,8 +35,7 @@ afterAll(async () => {
   for (const r of receivers) await r.close();
 });
 
-function deps(claimMs = 10_000): DispatchDeps {
-  const logger = createLogger('error');
+function deps(claimMs = 10_000, logger = createLogger('error')): DispatchDeps {
   return {
     orm: platform.orm, temporal: platform.temporal.client, logger, consumers: [webhookConsumer], claimMs,
     taskQueue: (area) => taskQueueName(platform.taskQueuePrefix, area, platform.config.TEMPORAL_TASK_QUEUES),
@@ -131,7 +131,10 @@ describe('dispatcher passes at once', () => {
 
     // A pass with a short lease (renewed every 100 ms): 32 attempts begin at once and hang; then
     // another pass takes the events (their claim is rewritten), and the first pass's renewal finds out.
-    const stalled = dispatchPendingEvents(deps(300), 50);
+    const warnings: Record<string, unknown>[] = [];
+    const lines = { write: (line: string) => warnings.push(JSON.parse(line) as Record<string, unknown>) };
+    const lostBefore = (await eventClaimsLost.get()).values[0]?.value ?? 0;
+    const stalled = dispatchPendingEvents(deps(300, createLogger('warn', {}, { out: lines, err: lines })), 50);
     await receiver.waitFor(32, 20_000);
     await platform.sql(`update events set dispatch_claim = 'other-pass' where id = any($1)`, [ids]);
     await new Promise((resolve) => setTimeout(resolve, 1500));
@@ -140,6 +143,12 @@ describe('dispatcher passes at once', () => {
     expect(result.events).toBe(0);
     expect(receiver.received).toHaveLength(32);
     expect(await undispatched(ids)).toBe(ids.length);
+    // The loss is counted per event and told once, not in a line per event.
+    expect((await eventClaimsLost.get()).values[0]?.value).toBe(lostBefore + ids.length);
+    const told = warnings.filter((w) => w.msg === 'event claims lost (the pass outlived its lease); another pass has the events');
+    expect(told).toHaveLength(1);
+    expect(told[0]).toMatchObject({ lost: ids.length, claim_ms: 300 });
+    expect(ids).toEqual(expect.arrayContaining(told[0]!.event_ids as string[]));
 
     // The other pass (its claim now expired) makes the 8 attempts, and none of the 32 again.
     await platform.sql(`update events set dispatch_claimed_until = clock_timestamp() - interval '1 millisecond' where id = any($1)`, [ids]);
