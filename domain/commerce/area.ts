@@ -9,6 +9,7 @@ import { Migration0002CommerceCrm } from '../../db/migrations/0002-commerce-crm.
 import { Migration0010OrderPaymentUnique } from '../../db/migrations/0010-order-payment-unique.ts';
 import { Migration0167ProductsSearch } from '../../db/migrations/0167-products-search.ts';
 import { Migration0169CommerceListingsBySku } from '../../db/migrations/0169-commerce-listings-by-sku.ts';
+import { Migration0171CommerceOrdersByStatus } from '../../db/migrations/0171-commerce-orders-by-status.ts';
 import { defineArea } from '../../platform/area.ts';
 import { InventoryLevel, MarketplaceListing, Order, Product, Store, Warehouse } from './entities.ts';
 import { commerceEvents } from './events.ts';
@@ -28,6 +29,7 @@ export const commerceArea = defineArea({
     { name: '0010-order-payment-unique', class: Migration0010OrderPaymentUnique },
     { name: '0167-products-search', class: Migration0167ProductsSearch },
     { name: '0169-commerce-listings-by-sku', class: Migration0169CommerceListingsBySku },
+    { name: '0171-commerce-orders-by-status', class: Migration0171CommerceOrdersByStatus },
   ],
   events: commerceEvents,
   consumers: [orderWorkflowConsumer],

@@ -5,6 +5,7 @@ import { nativePool } from '../../db/pool.ts';
 import { Migration0050Communications } from '../../db/migrations/0050-communications.ts';
 import { Migration0051CommunicationsCallExtension } from '../../db/migrations/0051-communications-call-extension.ts';
 import { Migration0165CallsByNumber } from '../../db/migrations/0165-calls-by-number.ts';
+import { Migration0174CommunicationsCallsByStatus } from '../../db/migrations/0174-communications-calls-by-status.ts';
 import { defineArea } from '../../platform/area.ts';
 import {
   Call, CallLeg, CallRate, CommsAddress, CommsAdminAction, CommsMessage, InboundMessage, Pbx, PbxExtension, PhoneNumber,
@@ -34,6 +35,7 @@ export const communicationsArea = defineArea({
     { name: '0050-communications', class: Migration0050Communications },
     { name: '0051-communications-call-extension', class: Migration0051CommunicationsCallExtension },
     { name: '0165-calls-by-number', class: Migration0165CallsByNumber },
+    { name: '0174-communications-calls-by-status', class: Migration0174CommunicationsCallsByStatus },
   ],
   events: communicationsEvents,
   services: ({ orm }) => ({ telephony: createTelephony(() => nativePool(orm)) }),

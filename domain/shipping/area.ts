@@ -2,6 +2,7 @@ import { createShippingActivities } from '../../activities/shipping/index.ts';
 import { shippingAdminRouter } from '../../api/admin/shipping/router.ts';
 import { shippingRoutes } from '../../api/v3/shipping/routes.ts';
 import { Migration0020Shipping } from '../../db/migrations/0020-shipping.ts';
+import { Migration0173ShippingShipmentsByStatus } from '../../db/migrations/0173-shipping-shipments-by-status.ts';
 import { defineArea } from '../../platform/area.ts';
 import { createCarrierAdapters, type CarrierAdapters } from './carriers/index.ts';
 import { loadShippingConfig } from './config.ts';
@@ -23,7 +24,10 @@ export const shippingArea = defineArea({
   workflows: new URL('../../workflows/shipping/index.ts', import.meta.url),
   activities: createShippingActivities,
   entities: [Shipment, ShippingPickup, ShippingTestClock, ShippingCarrierSetting],
-  migrations: [{ name: '0020-shipping', class: Migration0020Shipping }],
+  migrations: [
+    { name: '0020-shipping', class: Migration0020Shipping },
+    { name: '0173-shipping-shipments-by-status', class: Migration0173ShippingShipmentsByStatus },
+  ],
   events: shippingEvents,
   services: ({ logger }) => {
     const config = loadShippingConfig();

@@ -1,7 +1,8 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nativePool } from '../../db/pool.ts';
-import { create, openShop, stockedProduct } from '../commerce/support.ts';
+import { create, openShop, orderBody, stockedProduct } from '../commerce/support.ts';
+import { newOrder, ship } from '../shipping/support.ts';
 import { TO, provision } from '../communications/support.ts';
 import { cardBody } from '../payments/support.ts';
 import { createOAuthClient, revokeOAuthClient } from '../../domain/identity/public.ts';
@@ -10,11 +11,12 @@ import type { TestPlatform } from '../support/platform.ts';
 import { useEnv, usePlatform, type Http } from '../support/use-platform.ts';
 
 /**
- * Reads filtered by one customer, project, vendor or called number use an index that leads with
- * that filter, and customer and product search use their trigram indexes (migrations 0162–0170; docs/platform.md,
- * "Lists"), so they cost what they return, not the size of the account. Each case makes its rows
- * through the API, copies them in SQL to 3,000 rows of 300 other customers (another vendor, other
- * numbers; 60,000 other customers for the customer search), and calls the API. The test records the
+ * Reads filtered by one customer, project, vendor, called number or status use an index that leads
+ * with that filter, and customer and product search use their trigram indexes (migrations
+ * 0162–0174; docs/platform.md, "Lists"), so they cost what they return, not the size of the
+ * account. Each case makes its rows through the API, copies them in SQL to 3,000 rows of 300 other
+ * customers (another vendor, other numbers, another status; 60,000 other customers for the customer
+ * search), and calls the API. The test records the
  * statements the platform sends while it answers, and asks PostgreSQL for the plan of each one,
  * with its own parameters, on that data. Without the index, each plan reads the account's rows
  * instead, and the test fails.
@@ -340,5 +342,68 @@ describe('writes that find their rows by one column', () => {
     });
     for (const indexes of plans) expect(indexes).toContain('invoice_template_assignments_pkey');
     expect(await platform.sql('select subject_id from invoice_template_assignments where subject_id = $1', [customer.id])).toEqual([]);
+  });
+});
+
+describe('lists filtered by status', () => {
+  /**
+   * A row made through the API is copied 3,000 times in another status; the list asked for the
+   * row's own status reads the status index, and answers with rows of that status only (none of the
+   * copies). The row's status is read just before: its workflow may move it on meanwhile, which
+   * changes what the list answers, not the plan.
+   */
+  async function listedByStatus(opts: { table: string; id: string; list: string; other: string; index: string; overrides?: Record<string, string> }) {
+    const [row] = await platform.sql<{ status: string }>(`select status from ${opts.table} where id = $1`, [opts.id]);
+    expect(row!.status).not.toBe(opts.other);
+    await copies(opts.table, opts.id, { status: `'${opts.other}'`, ...opts.overrides });
+
+    const plans = await plansOf(opts.table, /"status" in \(/i, async () => {
+      const page = await get(`${opts.list}?status=${row!.status}&limit=100`);
+      for (const item of page.data) {
+        expect(item.status).toBe(row!.status);
+        expect(item.id.startsWith(`${opts.id}_`), `${item.id} is a copy`).toBe(false);
+      }
+    });
+    for (const indexes of plans) expect(indexes).toContain(opts.index);
+  }
+
+  it('orders (GET /v3/orders?status=…) read orders_scope_status', async () => {
+    const shop = await openShop(http, key);
+    await stockedProduct(http, key, shop, 'STATUS-SKU', 10);
+    const order = await create(http, key, '/v3/orders', orderBody(shop, [{ sku: 'STATUS-SKU', quantity: 1 }]));
+    await listedByStatus({
+      table: 'orders', id: order.id, list: '/v3/orders', other: 'canceled', index: 'orders_scope_status',
+      overrides: { workflow_id: `'order-' || t.id || '_' || g`, payment_id: 'null' },
+    });
+  });
+
+  it('subscriptions and invoices (GET /v3/subscriptions?status=…, GET /v3/invoices?status=…) read their status indexes', async () => {
+    const customer = await create(http, key, '/v3/customers', { name: 'Subscriber', email: 'subscriber@example.com' });
+    const plan = await create(http, key, '/v3/plans', { name: 'Indexed', currency: 'USD', interval: 'monthly', amount: 1500 });
+    const subscription = await create(http, key, '/v3/subscriptions', { customer_id: customer.id, plan_id: plan.id, payment_method: cardBody('4242424242424242') });
+    await listedByStatus({ table: 'subscriptions', id: subscription.id, list: '/v3/subscriptions', other: 'canceled', index: 'subscriptions_scope_status' });
+
+    const invoice = await create(http, key, '/v3/invoices', {
+      customer_id: customer.id, currency: 'USD', line_items: [{ description: 'Setup', quantity: 1, unit_amount: 5000 }],
+    });
+    await listedByStatus({ table: 'invoices', id: invoice.id, list: '/v3/invoices', other: 'void', index: 'invoices_scope_status', overrides: { number: 'null' } });
+  });
+
+  it('shipments (GET /v3/shipping?status=…) read shipping_shipments_scope_status', async () => {
+    const { orderId } = await newOrder(http, key);
+    const shipment = await ship(http, key, orderId);
+    await listedByStatus({
+      table: 'shipping_shipments', id: shipment.id, list: '/v3/shipping', other: 'cancelled', index: 'shipping_shipments_scope_status',
+      overrides: { tracking_number: `t.tracking_number || '_' || g`, workflow_id: `t.workflow_id || '_' || g` },
+    });
+  });
+
+  it('calls (GET /v3/communications/calls?status=…) read comm_calls_scope_status', async () => {
+    const from = (await provision(http, key)).number;
+    const call = await create(http, key, '/v3/communications/calls', { to_number: TO.answered, from_number: from });
+    await listedByStatus({
+      table: 'comm_calls', id: call.id, list: '/v3/communications/calls', other: 'failed', index: 'comm_calls_scope_status',
+      overrides: { request_idempotency_key: 'null', workflow_id: `'call-' || t.id || '_' || g` },
+    });
   });
 });
