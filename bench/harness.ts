@@ -316,6 +316,25 @@ export async function startBenchPlatform(infra: Infra, opts: { env?: Record<stri
   };
 }
 
+/**
+ * Load options for POST /v3/subscriptions: monthly subscriptions of one new customer to one new plan,
+ * with the test card, each request a new subscription (with its workflow).
+ */
+export async function subscriptionsLoad(platform: BenchPlatform, connections: number) {
+  const headers = { authorization: `Bearer ${await platform.newKey()}`, 'content-type': 'application/json' };
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(platform.url + path, { method: 'POST', headers, body: JSON.stringify(body) });
+    if (res.status >= 300) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as { id: string };
+  };
+  const customer = await post('/v3/customers', { email: 'bench@example.com', name: 'Bench' });
+  const plan = await post('/v3/plans', { name: 'Bench', currency: 'USD', interval: 'monthly', amount: 1500 });
+  return {
+    url: `${platform.url}/v3/subscriptions`, method: 'POST' as const, connections, headers,
+    body: JSON.stringify({ customer_id: customer.id, plan_id: plan.id, payment_method: testCard() }),
+  };
+}
+
 /** The sandbox's always-succeeding test card (docs/payments.md), as a payment method in a request body. */
 export function testCard() {
   return { type: 'card', card: { number: '4242424242424242', exp_month: 12, exp_year: new Date().getUTCFullYear() + 3, cvc: '123' } };

@@ -6,21 +6,25 @@
  * server and this process (the load generator). With `BENCH_PGSS=1` (PostgreSQL started with
  * `shared_preload_libraries = 'pg_stat_statements'`) it then lists the statements of one more
  * payments run, as calls and execution microseconds per payment. The server's environment passes
- * through (e.g. `TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS=0`).
+ * through (e.g. `TEMPORAL_WORKFLOW_DEADLOCK_TIMEOUT_MS=0`). `PROBE_REQUEST=subscriptions` measures POST
+ * /v3/subscriptions instead of the payments, the other half of target 2.
  */
 import { Client, Connection } from '@temporalio/client';
 import { cpuMark, cpuPerOperation, inMilliseconds, statementsFromNow } from './cpu.ts';
-import { autocannonRun, emptyWorkflows, paymentsLoad, startBenchPlatform, startInfra } from './harness.ts';
+import { autocannonRun, emptyWorkflows, paymentsLoad, startBenchPlatform, startInfra, subscriptionsLoad } from './harness.ts';
 
 const CLIENTS = 10;
 const SECONDS = 8;
+
+/** `PROBE_REQUEST=subscriptions`: POST /v3/subscriptions (one customer, one plan, the test card) in place of the payments. */
+const subscriptions = process.env.PROBE_REQUEST === 'subscriptions';
 
 const infra = await startInfra();
 const platform = await startBenchPlatform(infra);
 const connection = await Connection.connect({ address: platform.temporalAddress });
 try {
   const client = new Client({ connection });
-  const paying = await paymentsLoad(platform, CLIENTS);
+  const paying = subscriptions ? await subscriptionsLoad(platform, CLIENTS) : await paymentsLoad(platform, CLIENTS);
   const payments = async () => (await autocannonRun({ ...paying, duration: SECONDS })).total;
   const empty = async () => (await emptyWorkflows(client, `${platform.taskQueuePrefix}payments`, CLIENTS, SECONDS)).count;
   const measure = async (name: string, run: () => Promise<number>) => {
@@ -35,12 +39,12 @@ try {
   await payments(); // warm-up
   await empty();
   for (let round = 0; round < 2; round++) {
-    await measure('payments', payments);
+    await measure(subscriptions ? 'subscriptions' : 'payments', payments);
     await measure('empty workflows', empty);
   }
   if (process.env.BENCH_PGSS) {
     const statements = await statementsFromNow(platform.sql);
-    await statements.print(await measure('payments (statements)', payments), 40);
+    await statements.print(await measure(`${subscriptions ? 'subscriptions' : 'payments'} (statements)`, payments), 40);
   }
 } finally {
   await connection.close();

@@ -1,6 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { settled } from './cpu.ts';
-import { autocannonRun, emptyWorkflows, median, type LoadResult, type Scenario, testCard } from './harness.ts';
+import { autocannonRun, emptyWorkflows, median, paymentsLoad, subscriptionsLoad, type LoadResult, type Scenario } from './harness.ts';
 
 const CLIENTS = 10;
 const ROUNDS = 3;
@@ -18,23 +18,9 @@ type Round = { payments: LoadResult; subscriptions: LoadResult; empty: Awaited<R
 export const scenario: Scenario = {
   name: 'payments: POST /v3/payments/process and POST /v3/subscriptions end to end vs an empty Temporal workflow',
   async run(platform) {
-    const key = await platform.newKey();
-    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-    const card = testCard();
-    const post = async (path: string, body: unknown) => {
-      const res = await fetch(platform.url + path, { method: 'POST', headers, body: JSON.stringify(body) });
-      if (res.status >= 300) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-      return (await res.json()) as { id: string };
-    };
-    const load = (path: string, body: unknown) => ({
-      url: `${platform.url}${path}`, method: 'POST' as const, body: JSON.stringify(body), connections: CLIENTS, headers,
-    });
-
-    const paying = load('/v3/payments/process', { amount: 1999, currency: 'USD', description: 'bench', payment_method: card });
+    const paying = await paymentsLoad(platform, CLIENTS);
     // Monthly subscriptions of one customer to one plan (each request a new subscription).
-    const customer = await post('/v3/customers', { email: 'bench@example.com', name: 'Bench' });
-    const plan = await post('/v3/plans', { name: 'Bench', currency: 'USD', interval: 'monthly', amount: 1500 });
-    const subscribing = load('/v3/subscriptions', { customer_id: customer.id, plan_id: plan.id, payment_method: card });
+    const subscribing = await subscriptionsLoad(platform, CLIENTS);
 
     const connection = await Connection.connect({ address: platform.temporalAddress });
     try {
