@@ -1,18 +1,9 @@
-import { autocannonRun, type BenchDatabase, type Scenario } from './harness.ts';
+import { autocannonRun, post, type BenchDatabase, type Scenario } from './harness.ts';
 
 const CLIENTS = 50;
 const DURATION_S = 10;
 const SPREAD_SKUS = 200;
 const SCARCE_UNITS = 100;
-
-export async function post(url: string, key: string, path: string, body: unknown, method = 'POST'): Promise<any> {
-  const res = await fetch(`${url}${path}`, {
-    method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
-  });
-  const json = await res.json();
-  if (res.status >= 300) throw new Error(`${method} ${path} → ${res.status}: ${JSON.stringify(json)}`);
-  return json;
-}
 
 /**
  * Stock is right when, for every SKU, the units reserved equal the units of the orders that hold

@@ -316,21 +316,27 @@ export async function startBenchPlatform(infra: Infra, opts: { env?: Record<stri
   };
 }
 
+/** A request to the bench's platform with `key`; its JSON answer, or an error naming the status and the answer. */
+export async function post(url: string, key: string, path: string, body: unknown, method = 'POST'): Promise<any> {
+  const res = await fetch(`${url}${path}`, {
+    method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+  });
+  const json = await res.json();
+  if (res.status >= 300) throw new Error(`${method} ${path} → ${res.status}: ${JSON.stringify(json)}`);
+  return json;
+}
+
 /**
  * Load options for POST /v3/subscriptions: monthly subscriptions of one new customer to one new plan,
  * with the test card, each request a new subscription (with its workflow).
  */
 export async function subscriptionsLoad(platform: BenchPlatform, connections: number) {
-  const headers = { authorization: `Bearer ${await platform.newKey()}`, 'content-type': 'application/json' };
-  const post = async (path: string, body: unknown) => {
-    const res = await fetch(platform.url + path, { method: 'POST', headers, body: JSON.stringify(body) });
-    if (res.status >= 300) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-    return (await res.json()) as { id: string };
-  };
-  const customer = await post('/v3/customers', { email: 'bench@example.com', name: 'Bench' });
-  const plan = await post('/v3/plans', { name: 'Bench', currency: 'USD', interval: 'monthly', amount: 1500 });
+  const key = await platform.newKey();
+  const customer = await post(platform.url, key, '/v3/customers', { email: 'bench@example.com', name: 'Bench' });
+  const plan = await post(platform.url, key, '/v3/plans', { name: 'Bench', currency: 'USD', interval: 'monthly', amount: 1500 });
   return {
-    url: `${platform.url}/v3/subscriptions`, method: 'POST' as const, connections, headers,
+    url: `${platform.url}/v3/subscriptions`, method: 'POST' as const, connections,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ customer_id: customer.id, plan_id: plan.id, payment_method: testCard() }),
   };
 }

@@ -18,6 +18,7 @@ const SECONDS = 8;
 
 /** `PROBE_REQUEST=subscriptions`: POST /v3/subscriptions (one customer, one plan, the test card) in place of the payments. */
 const subscriptions = process.env.PROBE_REQUEST === 'subscriptions';
+const measured = subscriptions ? 'subscriptions' : 'payments';
 
 const infra = await startInfra();
 const platform = await startBenchPlatform(infra);
@@ -39,12 +40,12 @@ try {
   await payments(); // warm-up
   await empty();
   for (let round = 0; round < 2; round++) {
-    await measure(subscriptions ? 'subscriptions' : 'payments', payments);
+    await measure(measured, payments);
     await measure('empty workflows', empty);
   }
   if (process.env.BENCH_PGSS) {
     const statements = await statementsFromNow(platform.sql);
-    await statements.print(await measure(`${subscriptions ? 'subscriptions' : 'payments'} (statements)`, payments), 40);
+    await statements.print(await measure(`${measured} (statements)`, payments), 40);
   }
 } finally {
   await connection.close();

@@ -16,10 +16,9 @@ import { useEnv, usePlatform, type Http } from '../support/use-platform.ts';
  * 0162–0174; docs/platform.md, "Lists"), so they cost what they return, not the size of the
  * account. Each case makes its rows through the API, copies them in SQL to 3,000 rows of 300 other
  * customers (another vendor, other numbers, another status; 60,000 other customers for the customer
- * search), and calls the API. The test records the
- * statements the platform sends while it answers, and asks PostgreSQL for the plan of each one,
- * with its own parameters, on that data. Without the index, each plan reads the account's rows
- * instead, and the test fails.
+ * search), and calls the API. The test records the statements the platform sends while it answers,
+ * and asks PostgreSQL for the plan of each one, with its own parameters, on that data. Without the
+ * index, each plan reads the account's rows instead, and the test fails.
  */
 
 // The sandbox carrier's calls at 20 ms a call second, so the call below ends while the file runs.
